@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flashsac_bench.config.errors import ConfigError
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+PRECISIONS = ("highest", "high", "medium")
+
+
+@dataclass
+class HardwareConfig:
+    """Where and in which precision the learner runs (group `hardware`)."""
+
+    name: str = "auto"
+    # "auto": cuda when available, else cpu. Or "cpu", "cuda", "cuda:1", ...
+    device: str = "auto"
+    # Autocast dtype of the networks' matmuls. "auto": bfloat16 on CUDA, float32 on CPU.
+    # Parameters, optimizer state and normalizer statistics are always float32.
+    dtype: str = "auto"
+    # torch.set_float32_matmul_precision (matters for float32 runs: "high" = TF32).
+    matmul_precision: str = "highest"
+    # torch.set_num_threads for the learner process; 0 leaves torch's default.
+    torch_threads: int = 0
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"hardware.dtype must be one of {DTYPES}, got {self.dtype!r}")
+        if self.dtype == "float16":
+            raise ConfigError(
+                "hardware.dtype=float16 is refused: fp16 needs a GradScaler whose dynamic loss "
+                "scale cannot live inside one captured update graph, and it changes the math. "
+                "Use bfloat16 (same speed on Ampere/Hopper) or float32."
+            )
+        if self.matmul_precision not in PRECISIONS:
+            raise ConfigError(
+                f"hardware.matmul_precision must be one of {PRECISIONS}, "
+                f"got {self.matmul_precision!r}"
+            )
+        dev = self.device
+        if not (dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:")):
+            raise ConfigError(f"hardware.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
+        if self.torch_threads < 0:
+            raise ConfigError(f"hardware.torch_threads must be >= 0, got {self.torch_threads}")
+
+    def resolved_device(self) -> str:
+        import torch
+
+        if self.device == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        return self.device
+
+    def resolved_dtype(self) -> str:
+        if self.dtype != "auto":
+            return self.dtype
+        return "bfloat16" if self.resolved_device().startswith("cuda") else "float32"

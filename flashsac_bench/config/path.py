@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flashsac_bench.config.errors import ConfigError
+
+PATHS = ("eager", "compile", "cudagraph")
+
+
+@dataclass
+class PathConfig:
+    """How the (single) update-cycle definition is executed (group `path`)."""
+
+    name: str = "eager"
+    # torch.compile mode for the compile / cudagraph paths. "default" keeps cold start bounded;
+    # "max-autotune*" modes are accepted but upstream's did not finish in 8.5 min on an H200.
+    compile_mode: str = "default"
+    # Let Inductor wrap its own kernels in CUDA graphs (compile path only; off inside the
+    # cudagraph path's outer capture, where nested graphs are impossible).
+    inductor_cudagraphs: bool = False
+    # cudagraph path: on a capture failure warn once and run the compile path instead.
+    fallback_to_compile: bool = True
+
+    def __post_init__(self) -> None:
+        if self.name not in PATHS:
+            raise ConfigError(f"path.name must be one of {PATHS}, got {self.name!r}")
+        modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+        if self.compile_mode not in modes:
+            raise ConfigError(
+                f"path.compile_mode must be one of {modes}, got {self.compile_mode!r}"
+            )
+        if self.name == "cudagraph" and self.compile_mode in ("reduce-overhead", "max-autotune"):
+            raise ConfigError(
+                "path=cudagraph captures the whole cycle itself; "
+                f"compile_mode={self.compile_mode!r} "
+                "would nest Inductor CUDA graphs inside it. Use 'default' or "
+                "'max-autotune-no-cudagraphs'."
+            )

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.hardware import HardwareConfig
+from flashsac_bench.config.learner import LearnerConfig
+from flashsac_bench.config.path import PathConfig
+from flashsac_bench.config.run import ReplayConfig, RunConfig
+from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.config.update import UpdateConfig
+
+
+@dataclass
+class Config:
+    update: UpdateConfig = field(default_factory=UpdateConfig)
+    path: PathConfig = field(default_factory=PathConfig)
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    hardware: HardwareConfig = field(default_factory=HardwareConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        # Cross-group rules: combinations that each group alone cannot see.
+        if self.path.name == "cudagraph" and self.hardware.resolved_device() == "cpu":
+            raise ConfigError(
+                f"path=cudagraph needs a CUDA device, but hardware={self.hardware.name} resolves "
+                "to the CPU (no CUDA device). Use path=eager or path=compile on the CPU, "
+                "or a CUDA hardware preset "
+                "(hardware=h200, hardware=rtx4090)."
+            )
+        capacity = self.replay.replay_buffer_n * self.run.num_envs
+        if self.replay.batch_size > capacity:
+            raise ConfigError(
+                f"replay.batch_size={self.replay.batch_size} is larger than the replay capacity "
+                f"{capacity} (= replay.replay_buffer_n {self.replay.replay_buffer_n} x "
+                f"run.num_envs {self.run.num_envs})."
+            )
+        if self.replay.learning_starts > self.replay.replay_buffer_n:
+            raise ConfigError(
+                f"replay.learning_starts={self.replay.learning_starts} exceeds "
+                f"replay.replay_buffer_n={self.replay.replay_buffer_n}: learning would never start."
+            )
+
+    @property
+    def replay_capacity(self) -> int:
+        return self.replay.replay_buffer_n * self.run.num_envs
+
+
+def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
+    """Typed, validated Config from a composed Hydra config (runs every __post_init__ check)."""
+    if isinstance(cfg, Config):
+        return cfg
+    if isinstance(cfg, dict):
+        cfg = OmegaConf.create(cfg)
+    merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
+    try:
+        obj = OmegaConf.to_object(merged)
+    except ConfigError:
+        raise
+    except Exception as err:  # OmegaConf wraps errors raised in __post_init__
+        cause = err.__cause__ or err.__context__
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        raise
+    assert isinstance(obj, Config)
+    return obj

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flashsac_bench.config.errors import ConfigError
+
+
+@dataclass
+class ReplayConfig:
+    """Device replay ring and sampling."""
+
+    batch_size: int = 2048
+    # Ring capacity in rows = replay_buffer_n * num_envs (UniLab's convention).
+    replay_buffer_n: int = 512
+    # Learning starts once learning_starts * num_envs rows are stored (and >= batch_size).
+    learning_starts: int = 98
+
+    def __post_init__(self) -> None:
+        for key in ("batch_size", "replay_buffer_n"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"replay.{key} must be >= 1, got {getattr(self, key)}")
+        if self.learning_starts < 0:
+            raise ConfigError(f"replay.learning_starts must be >= 0, got {self.learning_starts}")
+
+
+@dataclass
+class RunConfig:
+    """One training run."""
+
+    seed: int = 1
+    num_envs: int = 1024
+    iterations: int = 1000
+    # Summaries use the last `summary_last` timed iterations (after `skip_first`).
+    summary_last: int = 500
+    skip_first: int = 0
+    # Write a checkpoint every N iterations (0: only at the end and on interruption).
+    checkpoint_every: int = 0
+    # Path of a checkpoint to continue from.
+    resume: str | None = None
+    tensorboard: bool = True
+    # "auto": a live Rich line on a terminal, plain log lines otherwise; "rich"; "plain".
+    progress: str = "auto"
+    log_every: int = 10
+
+    def __post_init__(self) -> None:
+        for key in ("num_envs", "iterations", "summary_last", "log_every"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"run.{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("skip_first", "checkpoint_every"):
+            if getattr(self, key) < 0:
+                raise ConfigError(f"run.{key} must be >= 0, got {getattr(self, key)}")
+        if self.progress not in ("auto", "rich", "plain"):
+            raise ConfigError(f"run.progress must be auto, rich or plain, got {self.progress!r}")
