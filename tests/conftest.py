@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+
+
+@pytest.fixture
+def shared_reference() -> Path:
+    """../shared/reference beside the clone (CI has it; a user's clone usually does not)."""
+    if not SHARED_REFERENCE.is_dir():
+        pytest.skip(
+            f"{SHARED_REFERENCE} is absent: reference-data tests need ../shared beside the clone"
+        )
+    return SHARED_REFERENCE
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device; the GPU run is in docs/benchmarks.md")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
