@@ -1,0 +1,285 @@
+"""FlashSACLearner: builds the networks' flat state and runs update cycles on one path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch
+
+from flashsac_bench.config.learner import LearnerConfig
+from flashsac_bench.config.path import PathConfig
+from flashsac_bench.config.update import UpdateConfig
+from flashsac_bench.learner.adam import AdamConfig, AdamState
+from flashsac_bench.learner.cycle import CycleBuffers, plan_cycle, run_cycle
+from flashsac_bench.learner.distributional import target_entropy
+from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
+from flashsac_bench.learner.networks import (
+    NormConfig,
+    actor_layouts,
+    actor_mean_log_std,
+    critic_layouts,
+    temperature_layout,
+)
+from flashsac_bench.learner.projection import Projector
+from flashsac_bench.learner.replay import ReplayRing, RowLayout
+from flashsac_bench.learner.reward_normalizer import RewardNormalizer
+from flashsac_bench.learner.rng import CounterRNG
+from flashsac_bench.learner.schedule import LRSchedule
+from flashsac_bench.learner.state import METRICS, LearnerState, M
+from flashsac_bench.learner.updates import UpdateStatics, actor_update, critic_update
+
+STATE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Dims:
+    obs: int = 98
+    critic_obs: int = 101
+    action: int = 29
+
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+class FlashSACLearner:
+    def __init__(
+        self,
+        cfg: LearnerConfig,
+        update: UpdateConfig,
+        dims: Dims,
+        *,
+        num_envs: int,
+        batch_size: int,
+        replay_capacity: int,
+        device: str | torch.device = "cpu",
+        dtype: str = "float32",
+        path: PathConfig | None = None,
+        seed: int = 1,
+    ) -> None:
+        if dtype not in _DTYPES:
+            raise ValueError(f"learner dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        if batch_size > replay_capacity:
+            raise ValueError(f"batch_size {batch_size} > replay capacity {replay_capacity}")
+        self.cfg, self.update_cfg, self.dims = cfg, update, dims
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.batch_size = batch_size
+        self.num_envs = num_envs
+        self.path = path or PathConfig()
+        self.ops = plan_cycle(update)
+        self.n_critic = sum(op.kind == "critic" for op in self.ops)
+        self.n_actor = sum(op.kind == "actor" for op in self.ops)
+        self.statics, self.state = self._build(seed)
+        self.ring = ReplayRing(replay_capacity, self.statics.rows, self.device)
+        self.buffers = CycleBuffers.allocate(
+            update.updates_per_step, batch_size, self.statics.rows.width, self.device
+        )
+        from flashsac_bench.learner.executors import make_executor
+
+        self.executor = make_executor(self)
+
+    # ------------------------------------------------------------------ construction
+    def _build(self, seed: int) -> tuple[UpdateStatics, LearnerState]:
+        cfg, dims, dev = self.cfg, self.dims, self.device
+        actor_spec, actor_p, actor_b = actor_layouts(
+            dims.obs, dims.action, cfg.actor_hidden_dim, cfg.actor_num_blocks, cfg.expansion
+        )
+        critic_spec, critic_p, critic_b = critic_layouts(
+            dims.critic_obs + dims.action,
+            cfg.critic_hidden_dim,
+            cfg.critic_num_blocks,
+            cfg.expansion,
+            cfg.num_atoms,
+        )
+        temp_layout = temperature_layout(cfg.temp_init)
+        # Initialize on the CPU from a seeded generator: identical weights on every device.
+        gen = torch.Generator().manual_seed(seed)
+        flats = {}
+        for name, layout in (
+            ("actor_params", actor_p),
+            ("actor_buffers", actor_b),
+            ("critic_params", critic_p),
+            ("critic_buffers", critic_b),
+            ("log_temp", temp_layout),
+        ):
+            flat = torch.zeros(layout.numel, dtype=torch.float32)
+            layout.initialize(flat, gen)
+            flats[name] = flat.to(dev)
+        actor_proj, critic_proj = Projector(actor_p, dev), Projector(critic_p, dev)
+        # The official code projects all networks once at init; the target starts as a copy.
+        flats["actor_params"] = actor_proj(flats["actor_params"])
+        flats["critic_params"] = critic_proj(flats["critic_params"])
+        schedule = LRSchedule(
+            cfg.lr_init, cfg.lr_peak, cfg.lr_end, cfg.lr_warmup_steps, cfg.lr_decay_steps
+        )
+        statics = UpdateStatics(
+            rows=RowLayout(dims.obs, dims.critic_obs, dims.action),
+            actor_spec=actor_spec,
+            actor_params=actor_p,
+            actor_buffers=actor_b,
+            critic_spec=critic_spec,
+            critic_params=critic_p,
+            critic_buffers=critic_b,
+            actor_projector=actor_proj,
+            critic_projector=critic_proj,
+            support=torch.linspace(cfg.v_min, cfg.v_max, cfg.num_atoms, device=dev),
+            norm=NormConfig(cfg.bn_momentum, cfg.bn_eps, cfg.rms_eps),
+            adam=AdamConfig(cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps),
+            # Actor and temperature schedulers step on actor updates only (official quirk).
+            critic_schedule=schedule,
+            actor_schedule=schedule,
+            gamma=cfg.gamma,
+            tau=cfg.tau,
+            v_min=cfg.v_min,
+            v_max=cfg.v_max,
+            target_entropy=(
+                cfg.target_entropy
+                if cfg.target_entropy is not None
+                else target_entropy(dims.action, cfg.temp_target_sigma)
+            ),
+            mm_dtype=_DTYPES[self.dtype],
+        )
+        rng = CounterRNG(seed, dev)
+        zero = partial(torch.zeros, (), dtype=torch.float32, device=dev)
+        state = LearnerState(
+            actor_params=flats["actor_params"],
+            actor_buffers=flats["actor_buffers"],
+            actor_adam=AdamState.zeros_like(flats["actor_params"]),
+            critic_params=flats["critic_params"],
+            critic_buffers=flats["critic_buffers"],
+            critic_adam=AdamState.zeros_like(flats["critic_params"]),
+            target_params=flats["critic_params"].clone(),
+            target_buffers=flats["critic_buffers"].clone(),
+            log_temp=flats["log_temp"],
+            temp_adam=AdamState.zeros_like(flats["log_temp"]),
+            critic_sched_step=zero(),
+            actor_sched_step=zero(),
+            reward_normalizer=RewardNormalizer(
+                self.num_envs, cfg.gamma, cfg.reward_g_max, cfg.normalize_reward, dev
+            ),
+            rng=rng,
+            explore=ZetaNoise(self.num_envs, dims.action, cfg.zeta_mu, cfg.zeta_max, rng),
+            metrics=torch.zeros(len(METRICS), dtype=torch.float32, device=dev),
+        )
+        return statics, state
+
+    # ------------------------------------------------------------------ the update
+    def critic_step(self, rows, eps_next, divisor, update_target: bool) -> None:
+        critic_update(self.statics, self.state, rows, eps_next, divisor, update_target)
+
+    def actor_step(self, rows, eps) -> None:
+        actor_update(self.statics, self.state, rows, eps)
+
+    def cycle(self, critic_step, actor_step) -> None:
+        """The one update-cycle definition (see learner.cycle.run_cycle)."""
+        run_cycle(
+            self.state,
+            self.ring,
+            self.buffers,
+            self.ops,
+            self.batch_size,
+            self.dims.action,
+            self.state.reward_normalizer.divisor,
+            critic_step,
+            actor_step,
+        )
+
+    def can_update(self) -> bool:
+        return self.ring.count >= self.batch_size
+
+    def update(self) -> None:
+        """One iteration's cycle on the configured path. Needs >= batch_size stored rows."""
+        if not self.can_update():
+            raise RuntimeError(
+                f"replay holds {self.ring.count} rows, fewer than batch_size {self.batch_size}"
+            )
+        self.executor.run()
+
+    def warmup(self) -> None:
+        """Compile / capture before timing; leaves the learner state unchanged."""
+        self.executor.warmup()
+
+    # ------------------------------------------------------------------ acting
+    @torch.no_grad()
+    def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        st, s = self.statics, self.state
+        mean, log_std, _ = actor_mean_log_std(
+            st.actor_params.views(s.actor_params),
+            st.actor_buffers.views(s.actor_buffers),
+            obs,
+            st.actor_spec,
+            False,
+            st.norm,
+            st.mm_dtype,
+        )
+        return mean, log_std
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, dones: torch.Tensor | None = None) -> torch.Tensor:
+        """Exploration actions tanh(mean + std * zeta-repeated noise) in [-1, 1]."""
+        mean, log_std = self._mean_log_std(obs)
+        noise = self.state.explore.step(dones)
+        return torch.tanh(mean + torch.exp(log_std) * noise)
+
+    @torch.no_grad()
+    def act_random(self, num: int) -> torch.Tensor:
+        """Uniform actions in [-1, 1] (before learning starts)."""
+        u = self.state.rng.uniform(STREAM_RANDOM_ACTION, (num, self.dims.action))
+        return 2.0 * u - 1.0
+
+    @torch.no_grad()
+    def act_deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self._mean_log_std(obs)[0])
+
+    def update_reward_stats(self, rewards: torch.Tensor, dones: torch.Tensor) -> None:
+        self.state.reward_normalizer.update(rewards, dones)
+
+    # ------------------------------------------------------------------ metrics
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        return METRICS
+
+    def metrics_tensor(self) -> torch.Tensor:
+        """The device metric buffer of the last cycle (sums; see metrics_from)."""
+        return self.state.metrics
+
+    def metrics_from(self, raw: torch.Tensor | list[float]) -> dict[str, float]:
+        """Per-iteration means from a (host copy of the) metric buffer."""
+        v = [float(x) for x in (raw.tolist() if isinstance(raw, torch.Tensor) else raw)]
+        critic_n = max(self.n_critic - v[M["critic_skipped"]], 1.0)
+        actor_n = max(self.n_actor - v[M["actor_skipped"]], 1.0)
+        out = {name: v[i] for i, name in enumerate(METRICS)}
+        for key in ("critic_loss", "q_mean"):
+            out[key] = v[M[key]] / critic_n
+        for key in ("actor_loss", "entropy", "temperature_loss"):
+            out[key] = v[M[key]] / actor_n
+        return out
+
+    def read_metrics(self) -> dict[str, float]:
+        return self.metrics_from(self.state.metrics.cpu())
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "format": STATE_FORMAT,
+            "dims": (self.dims.obs, self.dims.critic_obs, self.dims.action),
+            "tensors": {k: v.detach().cpu().clone() for k, v in self.state.tensors().items()},
+        }
+
+    def load_state_dict(self, sd: dict[str, Any]) -> None:
+        if sd.get("format") != STATE_FORMAT:
+            raise ValueError(f"unsupported learner state format {sd.get('format')!r}")
+        dims = (self.dims.obs, self.dims.critic_obs, self.dims.action)
+        if tuple(sd["dims"]) != dims:
+            raise ValueError(f"checkpoint dims {tuple(sd['dims'])} != learner dims {dims}")
+        self.state.restore(sd["tensors"])
+
+    def num_parameters(self) -> dict[str, int]:
+        s = self.state
+        return {
+            "actor": s.actor_params.numel(),
+            "critic": s.critic_params.numel(),
+            "temperature": s.log_temp.numel(),
+        }

@@ -1,0 +1,222 @@
+"""FlashSAC networks as pure functions of flat parameter / buffer vectors.
+
+Actor:  BN(obs) -> W_embed -> N x Block -> RMSNorm -> (mean, log_std) heads   (tanh-Normal)
+Critic: 2-member ensemble of BN(obs||act) -> W_embed -> N x Block -> RMSNorm -> 101-atom head
+Block:  y = ReLU(BN2(W2 ReLU(BN1(W1 x)))) + x      (inverted bottleneck, expansion 4)
+
+Linears have no bias (heads excepted). Matmuls run in `mm_dtype` (bf16 on CUDA), everything else
+in fp32 -- the same split autocast makes, written out so every path casts identically. Each
+forward returns the updated BatchNorm running statistics instead of mutating them, so the caller
+decides (and the finite guard gates) whether they are written.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from flashsac_bench.learner.layout import (
+    BN_AFFINE,
+    FREE,
+    RMS,
+    ROWS,
+    Layout,
+    bn_affine_init,
+    constant_init,
+    ones_init,
+    orthogonal_init,
+)
+
+LOG_STD_MIN, LOG_STD_MAX = -10.0, 2.0
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG2 = math.log(2.0)
+
+
+@dataclass(frozen=True)
+class NormConfig:
+    bn_momentum: float = 0.01
+    bn_eps: float = 1e-5
+    rms_eps: float = 1e-6
+
+
+@dataclass(frozen=True)
+class NetSpec:
+    """One trunk: input dim, width, blocks; `members` = ensemble size (0: plain network)."""
+
+    in_dim: int
+    hidden: int
+    num_blocks: int
+    expansion: int
+    members: int = 0
+
+    def lead(self) -> tuple[int, ...]:
+        return (self.members,) if self.members else ()
+
+
+def _trunk_layout(spec: NetSpec, params: Layout, buffers: Layout) -> None:
+    lead, h, inner = spec.lead(), spec.hidden, spec.hidden * spec.expansion
+    params.add("embed.bn", (*lead, 2, spec.in_dim), BN_AFFINE, bn_affine_init)
+    params.add("embed.w", (*lead, h, spec.in_dim), ROWS, orthogonal_init)
+    buffers.add("embed.bn.mean", (*lead, spec.in_dim))
+    buffers.add("embed.bn.var", (*lead, spec.in_dim), init=ones_init)
+    for i in range(spec.num_blocks):
+        params.add(f"block{i}.w1", (*lead, inner, h), ROWS, orthogonal_init)
+        params.add(f"block{i}.bn1", (*lead, 2, inner), BN_AFFINE, bn_affine_init)
+        params.add(f"block{i}.w2", (*lead, h, inner), ROWS, orthogonal_init)
+        params.add(f"block{i}.bn2", (*lead, 2, h), BN_AFFINE, bn_affine_init)
+        for j, d in ((1, inner), (2, h)):
+            buffers.add(f"block{i}.bn{j}.mean", (*lead, d))
+            buffers.add(f"block{i}.bn{j}.var", (*lead, d), init=ones_init)
+    params.add("rms", (*lead, h), RMS, ones_init)
+
+
+def actor_layouts(obs_dim: int, action_dim: int, hidden: int, blocks: int, expansion: int):
+    spec = NetSpec(obs_dim, hidden, blocks, expansion)
+    params, buffers = Layout(), Layout()
+    _trunk_layout(spec, params, buffers)
+    params.add("head.mean_w", (action_dim, hidden), ROWS, orthogonal_init)
+    params.add("head.mean_b", (action_dim,), FREE)
+    params.add("head.std_w", (action_dim, hidden), ROWS, orthogonal_init)
+    params.add("head.std_b", (action_dim,), FREE)
+    return spec, params, buffers
+
+
+def critic_layouts(in_dim: int, hidden: int, blocks: int, expansion: int, atoms: int):
+    spec = NetSpec(in_dim, hidden, blocks, expansion, members=2)
+    params, buffers = Layout(), Layout()
+    _trunk_layout(spec, params, buffers)
+    params.add("head.w", (2, atoms, hidden), ROWS, orthogonal_init)
+    params.add("head.b", (2, atoms), FREE)
+    return spec, params, buffers
+
+
+def temperature_layout(initial: float) -> Layout:
+    layout = Layout()
+    layout.add("log_temp", (1,), FREE, constant_init(math.log(initial)))
+    return layout
+
+
+def batch_norm(
+    x: torch.Tensor,
+    mean_buf: torch.Tensor,
+    var_buf: torch.Tensor,
+    training: bool,
+    norm: NormConfig,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Normalize x [..., B, d] over the batch dim (-2); buffers are [..., d]. No affine.
+
+    Training: the biased batch variance normalizes; running stats move toward the unbiased one
+    (F.batch_norm's convention, momentum 0.01). Eval: running stats. Returns (x_hat, mean, var)
+    with the (possibly) updated running statistics.
+    """
+    if training:
+        var, mean = torch.var_mean(x, dim=-2, keepdim=True, correction=0)
+        n = x.shape[-2]
+        new_mean = torch.lerp(mean_buf, mean.squeeze(-2), norm.bn_momentum)
+        new_var = torch.lerp(var_buf, var.squeeze(-2) * (n / (n - 1)), norm.bn_momentum)
+    else:
+        mean, var = mean_buf.unsqueeze(-2), var_buf.unsqueeze(-2)
+        new_mean, new_var = mean_buf, var_buf
+    return (x - mean) * torch.rsqrt(var + norm.bn_eps), new_mean, new_var
+
+
+def bn_affine(x_hat: torch.Tensor, affine: torch.Tensor) -> torch.Tensor:
+    """gamma * x_hat + beta with affine [..., 2, d] broadcast over the batch dim."""
+    return x_hat * affine.select(-2, 0).unsqueeze(-2) + affine.select(-2, 1).unsqueeze(-2)
+
+
+def _linear(x: torch.Tensor, w: torch.Tensor, mm_dtype: torch.dtype) -> torch.Tensor:
+    """x [..., B, in] @ w[..., out, in]^T in mm_dtype, result in fp32."""
+    return torch.matmul(x.to(mm_dtype), w.to(mm_dtype).transpose(-1, -2)).float()
+
+
+def trunk(
+    p: dict[str, torch.Tensor],
+    b: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    spec: NetSpec,
+    training: bool,
+    norm: NormConfig,
+    mm_dtype: torch.dtype,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h]."""
+    new_b: dict[str, torch.Tensor] = {}
+    if spec.members:
+        # Every member sees the same input, so its BN statistics are those of member 0 for all
+        # (identical to computing them per member); only the affine differs per member.
+        x_hat, m, v = batch_norm(x, b["embed.bn.mean"][0], b["embed.bn.var"][0], training, norm)
+        h = bn_affine(x_hat.unsqueeze(0), p["embed.bn"])
+        new_b["embed.bn.mean"] = m.unsqueeze(0).expand(spec.members, -1)
+        new_b["embed.bn.var"] = v.unsqueeze(0).expand(spec.members, -1)
+    else:
+        x_hat, new_b["embed.bn.mean"], new_b["embed.bn.var"] = batch_norm(
+            x, b["embed.bn.mean"], b["embed.bn.var"], training, norm
+        )
+        h = bn_affine(x_hat, p["embed.bn"])
+    h = _linear(h, p["embed.w"], mm_dtype)
+    for i in range(spec.num_blocks):
+        y = _linear(h, p[f"block{i}.w1"], mm_dtype)
+        y, new_b[f"block{i}.bn1.mean"], new_b[f"block{i}.bn1.var"] = batch_norm(
+            y, b[f"block{i}.bn1.mean"], b[f"block{i}.bn1.var"], training, norm
+        )
+        y = _linear(torch.relu(bn_affine(y, p[f"block{i}.bn1"])), p[f"block{i}.w2"], mm_dtype)
+        y, new_b[f"block{i}.bn2.mean"], new_b[f"block{i}.bn2.var"] = batch_norm(
+            y, b[f"block{i}.bn2.mean"], b[f"block{i}.bn2.var"], training, norm
+        )
+        h = h + torch.relu(bn_affine(y, p[f"block{i}.bn2"]))
+    h = F.rms_norm(h, (spec.hidden,), eps=norm.rms_eps) * p["rms"].unsqueeze(-2)
+    return h, new_b
+
+
+def actor_mean_log_std(
+    p: dict[str, torch.Tensor],
+    b: dict[str, torch.Tensor],
+    obs: torch.Tensor,
+    spec: NetSpec,
+    training: bool,
+    norm: NormConfig,
+    mm_dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    h, new_b = trunk(p, b, obs, spec, training, norm, mm_dtype)
+    mean = _linear(h, p["head.mean_w"], mm_dtype) + p["head.mean_b"]
+    raw = _linear(h, p["head.std_w"], mm_dtype) + p["head.std_b"]
+    # log_std squashed smoothly into [-10, 2] (not clamped).
+    log_std = LOG_STD_MIN + (LOG_STD_MAX - LOG_STD_MIN) * 0.5 * (1.0 + torch.tanh(raw))
+    return mean, log_std, new_b
+
+
+def tanh_normal_sample(
+    mean: torch.Tensor, log_std: torch.Tensor, eps: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """a = tanh(mean + std * eps) and its log-density in action space (summed over dims).
+
+    log pi(a) = sum_i [ log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2) ], with the Jacobian
+    written as 2 (log 2 - u - softplus(-2u)) for numerical safety. With u = mean + std * eps,
+    log N(u; mean, std) = -eps^2/2 - log std - log sqrt(2 pi).
+    """
+    u = mean + torch.exp(log_std) * eps
+    log_normal = -0.5 * eps * eps - log_std - _HALF_LOG_2PI
+    log_det = 2.0 * (_LOG2 - u - F.softplus(-2.0 * u))
+    return torch.tanh(u), (log_normal - log_det).sum(-1)
+
+
+def critic_distribution(
+    p: dict[str, torch.Tensor],
+    b: dict[str, torch.Tensor],
+    critic_obs: torch.Tensor,
+    actions: torch.Tensor,
+    support: torch.Tensor,
+    spec: NetSpec,
+    training: bool,
+    norm: NormConfig,
+    mm_dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers."""
+    h, new_b = trunk(p, b, torch.cat([critic_obs, actions], dim=-1), spec, training, norm, mm_dtype)
+    logits = _linear(h, p["head.w"], mm_dtype) + p["head.b"].unsqueeze(-2)
+    log_probs = torch.log_softmax(logits, dim=-1)
+    q = (torch.exp(log_probs) * support).sum(-1)
+    return q, log_probs, new_b

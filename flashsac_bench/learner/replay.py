@@ -1,0 +1,103 @@
+"""Replay ring on the learner's device: one packed fp32 tensor [capacity, width].
+
+Row = obs | critic_obs | next_obs | next_critic_obs | action | reward | terminated | truncated.
+next_* hold the TRUE final observation for transitions that ended an episode. Rewards are raw
+(the learner scales them at sample time). The cycle samples indices with the device RNG and
+gathers rows straight into its static batch, so nothing here syncs with the host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    obs_dim: int
+    critic_obs_dim: int
+    action_dim: int
+
+    def _spans(self) -> dict[str, tuple[int, int]]:
+        widths = {
+            "obs": self.obs_dim,
+            "critic_obs": self.critic_obs_dim,
+            "next_obs": self.obs_dim,
+            "next_critic_obs": self.critic_obs_dim,
+            "actions": self.action_dim,
+            "rewards": 1,
+            "terminated": 1,
+            "truncated": 1,
+        }
+        spans, start = {}, 0
+        for name, w in widths.items():
+            spans[name] = (start, start + w)
+            start += w
+        return spans
+
+    @property
+    def width(self) -> int:
+        return max(end for _, end in self._spans().values())
+
+    def span(self, name: str) -> tuple[int, int]:
+        return self._spans()[name]
+
+    def split(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Column views of rows [..., width]; scalar columns come back as [...]."""
+        out = {}
+        for name, (a, b) in self._spans().items():
+            col = rows[..., a:b]
+            out[name] = col.squeeze(-1) if b - a == 1 else col
+        return out
+
+
+class ReplayRing:
+    def __init__(self, capacity: int, layout: RowLayout, device: torch.device | str) -> None:
+        self.capacity = capacity
+        self.layout = layout
+        self.storage = torch.zeros(capacity, layout.width, dtype=torch.float32, device=device)
+        # Host-side bookkeeping (the runner inserts from the host); `size` mirrors it on device.
+        self.cursor = 0
+        self.count = 0
+        self.size = torch.zeros((), dtype=torch.int64, device=device)
+
+    def insert(self, **columns: torch.Tensor) -> None:
+        """Append one slab of transitions given column by column (see RowLayout)."""
+        missing = sorted(set(self.layout._spans()) - set(columns))
+        if missing:
+            raise KeyError(f"replay insert is missing columns {missing}")
+        n = next(iter(columns.values())).shape[0]
+        slab = torch.empty(n, self.layout.width, dtype=torch.float32, device=self.storage.device)
+        for name, value in columns.items():
+            a, b = self.layout.span(name)
+            slab[:, a:b] = value.reshape(n, b - a)
+        self.insert_rows(slab)
+
+    def insert_rows(self, slab: torch.Tensor) -> None:
+        """Append packed rows [n, width] (any device); wraps around the ring."""
+        n = slab.shape[0]
+        if n > self.capacity:
+            raise ValueError(f"cannot insert {n} rows into a ring of capacity {self.capacity}")
+        first = min(n, self.capacity - self.cursor)
+        self.storage[self.cursor : self.cursor + first].copy_(slab[:first], non_blocking=True)
+        if first < n:
+            self.storage[: n - first].copy_(slab[first:], non_blocking=True)
+        self.cursor = (self.cursor + n) % self.capacity
+        self.count = min(self.count + n, self.capacity)
+        self.size.fill_(self.count)
+
+    def state_dict(self) -> dict[str, object]:
+        return {
+            "storage": self.storage[: self.count].detach().cpu().clone(),
+            "cursor": self.cursor,
+            "count": self.count,
+        }
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        storage = state["storage"]
+        assert isinstance(storage, torch.Tensor)
+        self.count = int(state["count"])  # type: ignore[arg-type]
+        self.cursor = int(state["cursor"])  # type: ignore[arg-type]
+        self.storage[: self.count].copy_(storage)
+        self.size.fill_(self.count)

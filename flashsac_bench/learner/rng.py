@@ -1,0 +1,104 @@
+"""Counter-based random numbers computed with integer tensor ops on the learner's device.
+
+Why not torch's generators: the three execution paths must draw *identical* random numbers, and
+the cudagraph path must draw new ones on every replay without a host round trip. A stateless
+hash of (seed, stream, counter, element index) gives both: it is exact integer arithmetic (the
+same bits on CPU, CUDA, eager, Inductor), its only state is one int64 counter tensor that the
+graph advances in place, and a checkpoint needs nothing but that counter.
+
+The hash is Chris Wellons' `lowbias32` (public domain). All products are split so that no
+intermediate exceeds 2**49: int64 overflow never happens, so there is no undefined behaviour.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+_MASK32 = 0xFFFFFFFF
+_MASK16 = 0xFFFF
+
+
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    """(x * c) mod 2**32 for 0 <= x < 2**32 without int64 overflow."""
+    lo = x * (c & _MASK16)
+    hi = ((x * (c >> 16)) & _MASK16) << 16
+    return (lo + hi) & _MASK32
+
+
+def hash32(x: torch.Tensor) -> torch.Tensor:
+    """lowbias32 on int64 tensors holding values in [0, 2**32)."""
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mul32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def hash32_int(x: int) -> int:
+    """Python-int twin of hash32 (used for seeds; also a reference in tests)."""
+    x &= _MASK32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & _MASK32
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & _MASK32
+    return x ^ (x >> 16)
+
+
+class CounterRNG:
+    """Streams of uniform / normal numbers keyed by (seed, stream) and a device counter.
+
+    Every draw uses the current counter value, then increments it in place (so a captured CUDA
+    graph draws fresh numbers on every replay). Draw calls must happen in the same order on
+    every path; the update cycle guarantees that.
+    """
+
+    def __init__(self, seed: int, device: torch.device | str) -> None:
+        # The seed lives in a tensor (not a Python constant) so that loading a checkpoint
+        # never invalidates compiled code or a captured graph.
+        self.key = torch.tensor(hash32_int(int(seed)), dtype=torch.int64, device=device)
+        self.counter = torch.zeros((), dtype=torch.int64, device=device)
+
+    def _bits(self, stream: int, numel: int) -> torch.Tensor:
+        stream_key = hash32(self.key ^ ((stream * 0x9E3779B9) & _MASK32))
+        counter_key = hash32((self.counter & _MASK32) ^ stream_key)
+        idx = torch.arange(numel, dtype=torch.int64, device=self.counter.device)
+        bits = hash32(hash32(idx ^ 0x5BD1E995) ^ counter_key)
+        self.counter.add_(1)
+        return bits
+
+    def uniform(self, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """float32 uniform in [0, 1) with 24 random bits."""
+        n = math.prod(shape)
+        bits = self._bits(stream, n)
+        return ((bits >> 8).to(torch.float32) * (1.0 / (1 << 24))).view(shape)
+
+    def uniform64(self, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """float64 uniform in [0, 1) with 52 random bits (for indices into large rings)."""
+        n = math.prod(shape)
+        bits = self._bits(stream, 2 * n).view(2, n)
+        hi = (bits[0] >> 6).to(torch.float64) * (1.0 / (1 << 26))
+        lo = (bits[1] >> 6).to(torch.float64) * (1.0 / (1 << 52))
+        return (hi + lo).view(shape)
+
+    def normal(self, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """Standard normal float32 (Box-Muller on two 24-bit uniforms; both outputs used)."""
+        n = math.prod(shape)
+        half = (n + 1) // 2
+        bits = self._bits(stream, 2 * half).view(2, half)
+        u1 = ((bits[0] >> 8).to(torch.float32) + 1.0) * (1.0 / (1 << 24))  # (0, 1]
+        u2 = (bits[1] >> 8).to(torch.float32) * (1.0 / (1 << 24))
+        r = torch.sqrt(-2.0 * torch.log(u1))
+        theta = (2.0 * math.pi) * u2
+        out = torch.cat([r * torch.cos(theta), r * torch.sin(theta)])
+        return out[:n].view(shape)
+
+    def index(self, stream: int, n: int, size: torch.Tensor) -> torch.Tensor:
+        """n uniform indices in [0, size) where `size` is a device tensor (no host sync)."""
+        u = self.uniform64(stream, (n,))
+        idx = (u * size.to(torch.float64)).to(torch.int64)
+        return torch.minimum(idx, (size - 1).clamp_min(0))
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {"key": self.key, "counter": self.counter}

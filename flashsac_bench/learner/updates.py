@@ -1,0 +1,236 @@
+"""One critic update and one actor(+temperature) update: THE definition every path executes.
+
+Both are plain functions of (statics, state, batch rows, noise): eager runs them as is, the
+compile path wraps them in torch.compile (forward, backward, Adam, projection and Polyak in one
+Inductor graph), the cudagraph path captures a whole cycle of calls. Gradients come from
+torch.func.grad_and_value w.r.t. ONE flat parameter vector; in the actor update the critic's
+parameters are plain inputs, so no critic weight gradient is ever formed. Every write is gated
+by an on-device finite flag (loss and gradient), so a non-finite step leaves weights, buffers,
+optimizer state and target untouched -- without a host `if`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from flashsac_bench.learner.adam import AdamConfig, AdamState, adam_candidate, is_finite
+from flashsac_bench.learner.distributional import (
+    categorical_projection,
+    cross_entropy,
+    select_min_q,
+)
+from flashsac_bench.learner.layout import Layout
+from flashsac_bench.learner.networks import (
+    NetSpec,
+    NormConfig,
+    actor_mean_log_std,
+    critic_distribution,
+    tanh_normal_sample,
+)
+from flashsac_bench.learner.projection import Projector
+from flashsac_bench.learner.replay import RowLayout
+from flashsac_bench.learner.schedule import LRSchedule
+from flashsac_bench.learner.state import LearnerState, M
+
+
+@dataclass(frozen=True)
+class UpdateStatics:
+    """What the updates need that never changes during a run (compile-time constants)."""
+
+    rows: RowLayout
+    actor_spec: NetSpec
+    actor_params: Layout
+    actor_buffers: Layout
+    critic_spec: NetSpec
+    critic_params: Layout
+    critic_buffers: Layout
+    actor_projector: Projector
+    critic_projector: Projector
+    support: torch.Tensor
+    norm: NormConfig
+    adam: AdamConfig
+    critic_schedule: LRSchedule
+    actor_schedule: LRSchedule
+    gamma: float
+    tau: float
+    v_min: float
+    v_max: float
+    target_entropy: float
+    mm_dtype: torch.dtype
+
+
+def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Inverse of Layout.views: the flat vector holding `values` (all entries required)."""
+    return torch.cat([values[name].reshape(-1) for name in layout.entries])
+
+
+def _gated_write(dst: torch.Tensor, new: torch.Tensor, ok: torch.Tensor) -> None:
+    dst.copy_(torch.where(ok, new, dst))
+
+
+def _gated_adam(
+    params: torch.Tensor,
+    grad: torch.Tensor,
+    adam: AdamState,
+    lr: torch.Tensor,
+    ok: torch.Tensor,
+    st: UpdateStatics,
+    projector: Projector | None,
+) -> torch.Tensor:
+    """Adam step (+ projection) written only where ok; returns the candidate new params."""
+    new_params, exp_avg, exp_avg_sq, step = adam_candidate(params, grad, adam, lr, st.adam)
+    if projector is not None:
+        new_params = projector(new_params)
+    _gated_write(params, new_params, ok)
+    _gated_write(adam.exp_avg, exp_avg, ok)
+    _gated_write(adam.exp_avg_sq, exp_avg_sq, ok)
+    _gated_write(adam.step, step, ok)
+    return new_params
+
+
+def critic_update(
+    st: UpdateStatics,
+    s: LearnerState,
+    rows: torch.Tensor,
+    eps_next: torch.Tensor,
+    reward_divisor: torch.Tensor,
+    update_target: bool,
+) -> None:
+    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s')."""
+    cols = st.rows.split(rows)
+    batch = rows.shape[0]
+    actor_p = st.actor_params.views(s.actor_params)
+    actor_b = st.actor_buffers.views(s.actor_buffers)
+    with torch.no_grad():
+        # Next actions from the actor with BN running statistics (eval mode).
+        mean, log_std, _ = actor_mean_log_std(
+            actor_p, actor_b, cols["next_obs"], st.actor_spec, False, st.norm, st.mm_dtype
+        )
+        next_actions, next_log_prob = tanh_normal_sample(mean, log_std, eps_next)
+        alpha = torch.exp(s.log_temp)
+        # CrossQ-style joint batch: (s, a) || (s', a') for both the target and online critic.
+        critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
+        actions_in = torch.cat([cols["actions"], next_actions])
+        target_q, target_log_probs, target_new_b = critic_distribution(
+            st.critic_params.views(s.target_params),
+            st.critic_buffers.views(s.target_buffers),
+            critic_in,
+            actions_in,
+            st.support,
+            st.critic_spec,
+            True,
+            st.norm,
+            st.mm_dtype,
+        )
+        next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
+        target_probs = categorical_projection(
+            torch.exp(next_log_probs),
+            cols["rewards"] / reward_divisor,
+            1.0 - cols["terminated"],  # truncations bootstrap
+            st.gamma,
+            alpha * next_log_prob,
+            st.v_min,
+            st.v_max,
+        )
+    critic_b = st.critic_buffers.views(s.critic_buffers)
+
+    def loss_fn(critic_params: torch.Tensor):
+        q, log_probs, new_b = critic_distribution(
+            st.critic_params.views(critic_params),
+            critic_b,
+            critic_in,
+            actions_in,
+            st.support,
+            st.critic_spec,
+            True,
+            st.norm,
+            st.mm_dtype,
+        )
+        # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
+        loss = cross_entropy(target_probs, log_probs[:, :batch])
+        return loss, (new_b, q[:, :batch].mean())
+
+    grad, (loss, (new_b, q_mean)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
+        s.critic_params
+    )
+    ok = is_finite(loss, grad)
+    lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
+    new_params = _gated_adam(s.critic_params, grad, s.critic_adam, lr, ok, st, st.critic_projector)
+    _gated_write(s.critic_buffers, pack(st.critic_buffers, new_b), ok)
+    _gated_write(s.target_buffers, pack(st.critic_buffers, target_new_b), ok)
+    if update_target:
+        # Polyak on parameters only (BN running buffers are not averaged).
+        _gated_write(s.target_params, torch.lerp(s.target_params, new_params, st.tau), ok)
+    s.critic_sched_step.add_(1.0)
+    okf = ok.to(torch.float32)
+    m = s.metrics
+    m[M["critic_loss"]] += torch.where(ok, loss.detach(), 0.0)
+    m[M["q_mean"]] += torch.where(ok, q_mean.detach(), 0.0)
+    m[M["critic_skipped"]] += 1.0 - okf
+    m[M["critic_lr"]] = lr
+
+
+def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor) -> None:
+    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a."""
+    cols = st.rows.split(rows)
+    batch = rows.shape[0]
+    obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
+    critic_p = st.critic_params.views(s.critic_params)
+    critic_b = st.critic_buffers.views(s.critic_buffers)
+    actor_b = st.actor_buffers.views(s.actor_buffers)
+    alpha = torch.exp(s.log_temp).detach()
+
+    def loss_fn(actor_params: torch.Tensor):
+        mean, log_std, new_b = actor_mean_log_std(
+            st.actor_params.views(actor_params),
+            actor_b,
+            obs_in,
+            st.actor_spec,
+            True,
+            st.norm,
+            st.mm_dtype,
+        )
+        actions, log_prob = tanh_normal_sample(mean[:batch], log_std[:batch], eps)
+        # Online critic with BN running statistics; its parameters are constants here.
+        q, _, _ = critic_distribution(
+            critic_p,
+            critic_b,
+            cols["critic_obs"],
+            actions,
+            st.support,
+            st.critic_spec,
+            False,
+            st.norm,
+            st.mm_dtype,
+        )
+        loss = (alpha * log_prob - q.min(dim=0).values).mean()
+        return loss, (new_b, -log_prob.mean())
+
+    grad, (loss, (new_b, entropy)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
+        s.actor_params
+    )
+    ok = is_finite(loss, grad)
+    lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
+    _gated_adam(s.actor_params, grad, s.actor_adam, lr, ok, st, st.actor_projector)
+    _gated_write(s.actor_buffers, pack(st.actor_buffers, new_b), ok)
+
+    # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this step.
+    entropy = entropy.detach()
+
+    def temp_loss_fn(log_temp: torch.Tensor) -> torch.Tensor:
+        return (torch.exp(log_temp) * (entropy - st.target_entropy)).sum()
+
+    temp_grad, temp_loss = torch.func.grad_and_value(temp_loss_fn)(s.log_temp)
+    temp_ok = is_finite(temp_loss, temp_grad)
+    _gated_adam(s.log_temp, temp_grad, s.temp_adam, lr, temp_ok, st, None)
+    s.actor_sched_step.add_(1.0)
+
+    m = s.metrics
+    m[M["actor_loss"]] += torch.where(ok, loss.detach(), 0.0)
+    m[M["entropy"]] += torch.where(ok, entropy, 0.0)
+    m[M["temperature_loss"]] += torch.where(temp_ok, temp_loss.detach(), 0.0)
+    m[M["temperature"]] = torch.exp(s.log_temp).squeeze(0)
+    m[M["actor_skipped"]] += 1.0 - ok.to(torch.float32)
+    m[M["actor_lr"]] = lr
