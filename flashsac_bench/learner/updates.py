@@ -223,7 +223,8 @@ def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: to
         return (torch.exp(log_temp) * (entropy - st.target_entropy)).sum()
 
     temp_grad, temp_loss = torch.func.grad_and_value(temp_loss_fn)(s.log_temp)
-    temp_ok = is_finite(temp_loss, temp_grad)
+    # A skipped actor step skips its temperature step too: they are one update of the pair.
+    temp_ok = is_finite(temp_loss, temp_grad) & ok
     _gated_adam(s.log_temp, temp_grad, s.temp_adam, lr, temp_ok, st, None)
     s.actor_sched_step.add_(1.0)
 

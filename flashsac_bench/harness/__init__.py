@@ -1,0 +1,1 @@
+"""Reusable pieces of the validation and benchmark scripts (scripts/ holds thin CLIs)."""

@@ -1,0 +1,83 @@
+"""Synthetic G1-shaped learners and replay contents for validation and benchmarks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from flashsac_bench.config.learner import LearnerConfig
+from flashsac_bench.config.path import PathConfig
+from flashsac_bench.config.update import UpdateConfig
+from flashsac_bench.learner.learner import Dims, FlashSACLearner
+
+G1_DIMS = Dims(obs=98, critic_obs=101, action=29)
+TINY = dict(actor_hidden_dim=16, critic_hidden_dim=24, num_atoms=21)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything that must be identical across the paths being compared."""
+
+    batch_size: int
+    updates_per_step: int
+    policy_frequency: int = 2
+    num_envs: int = 256
+    capacity_batches: int = 8  # ring capacity = capacity_batches * updates * batch rows
+    dims: Dims = G1_DIMS
+    tiny: bool = False
+    dtype: str = "float32"
+    device: str = "cpu"
+    seed: int = 1
+
+    @property
+    def capacity(self) -> int:
+        return self.capacity_batches * self.updates_per_step * self.batch_size
+
+
+def build_learner(setup: Setup, path: str, compile_mode: str = "default") -> FlashSACLearner:
+    cfg = LearnerConfig(**TINY) if setup.tiny else LearnerConfig()
+    learner = FlashSACLearner(
+        cfg,
+        UpdateConfig(
+            updates_per_step=setup.updates_per_step, policy_frequency=setup.policy_frequency
+        ),
+        setup.dims,
+        num_envs=setup.num_envs,
+        batch_size=setup.batch_size,
+        replay_capacity=setup.capacity,
+        device=setup.device,
+        dtype=setup.dtype,
+        path=PathConfig(name=path, compile_mode=compile_mode),
+        seed=setup.seed,
+    )
+    fill_replay(learner, setup)
+    return learner
+
+
+def fill_replay(learner: FlashSACLearner, setup: Setup, seed: int = 1234) -> None:
+    """Fill the ring completely, env step by env step, updating reward statistics as a run does.
+
+    Terminations (2%) and truncations (0.5%, exclusive) exercise both bootstrap branches.
+    """
+    g = torch.Generator().manual_seed(seed)
+    d, n = setup.dims, setup.num_envs
+    rows = learner.statics.rows
+    steps = -(-setup.capacity // n)
+    for _ in range(steps):
+        slab = torch.randn(n, rows.width, generator=g)
+        a, b = rows.span("actions")
+        slab[:, a:b] = torch.rand(n, d.action, generator=g) * 2 - 1
+        u = torch.rand(n, generator=g)
+        terminated = (u < 0.02).float()
+        truncated = ((u >= 0.02) & (u < 0.025)).float()
+        rewards = torch.randn(n, generator=g) + 0.5
+        for name, col in (
+            ("rewards", rewards),
+            ("terminated", terminated),
+            ("truncated", truncated),
+        ):
+            slab[:, rows.span(name)[0]] = col
+        learner.ring.insert_rows(slab.to(learner.device))
+        dones = torch.maximum(terminated, truncated)
+        learner.update_reward_stats(rewards.to(learner.device), dones.to(learner.device))

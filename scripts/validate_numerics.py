@@ -1,0 +1,73 @@
+#!/usr/bin/env python
+"""Check that the fast paths compute the same numbers as eager (exit 1 if not).
+
+CPU (CI):  python scripts/validate_numerics.py --device cpu --paths eager,compile --tiny
+GPU:       python scripts/validate_numerics.py --device cuda --dtype bfloat16 \
+               --paths eager,compile,cudagraph --batch-size 2048
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from flashsac_bench.harness.numerics import compare_paths
+from flashsac_bench.harness.synthetic import Setup
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument("--matmul-precision", default="highest", choices=["highest", "high"])
+    ap.add_argument("--paths", default="eager,compile")
+    ap.add_argument("--updates", default="2,8", help="updates_per_step values (pf 2)")
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--num-envs", type=int, default=256)
+    ap.add_argument("--tiny", action="store_true", help="small networks (fast CPU compile)")
+    ap.add_argument("--output", type=Path, default=None, help="JSON report path")
+    args = ap.parse_args(argv)
+    paths = args.paths.split(",")
+    if paths[0] != "eager":
+        ap.error("--paths must start with eager (the reference)")
+    reports = []
+    for u in (int(x) for x in args.updates.split(",")):
+        setup = Setup(
+            batch_size=args.batch_size,
+            updates_per_step=u,
+            num_envs=args.num_envs,
+            tiny=args.tiny,
+            dtype=args.dtype,
+            device=args.device,
+        )
+        reports.append(compare_paths(setup, paths, args.iterations, args.matmul_precision))
+    ok = all(r["ok"] for r in reports)
+    summary = {"ok": ok, "argv": sys.argv, "reports": reports}
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(summary, indent=2))
+    print(
+        f"{'updates':>7} {'pair':>20} {'params':>10} {'buffers':>10} {'adam':>10} "
+        f"{'metric rel':>10} {'tol':>8}  ok"
+    )
+    for r in reports:
+        u = r["setup"]["updates_per_step"]
+        for pair in r["pairs"]:
+            m = pair["max_abs"]
+            print(
+                f"{u:>7} {' vs '.join(pair['pair']):>20} {m['parameters']:10.2e} "
+                f"{m['bn_buffers']:10.2e} {m['optimizer_state']:10.2e} "
+                f"{pair['metric_max_rel']:10.2e} {pair['tolerance']['state_abs']:8.0e}  "
+                f"{pair['ok']}"
+            )
+        failed = [c["check"] for c in r["checks"] if not c["ok"]]
+        print(f"{u:>7} checks: {'all passed' if not failed else 'FAILED: ' + '; '.join(failed)}")
+    print("NUMERICS", "OK" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""Reward normalizer vs a numpy reference; zeta noise; the counter RNG."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from flashsac_bench.learner.exploration import ZetaNoise, zeta_pmf
+from flashsac_bench.learner.reward_normalizer import RewardNormalizer
+from flashsac_bench.learner.rng import CounterRNG, hash32, hash32_int
+
+
+def numpy_reward_stats(rewards: np.ndarray, dones: np.ndarray, gamma: float):
+    """Independent reference: discounted returns, then mean/var over ALL (step, env) values."""
+    g = np.zeros(rewards.shape[1])
+    history = []
+    for r, d in zip(rewards, dones, strict=True):
+        g = gamma * (1.0 - d) * g + r
+        history.append(g.copy())
+    allg = np.concatenate(history)
+    return g, np.abs(allg).max(), allg.mean(), allg.var()
+
+
+def test_reward_normalizer_statistics_match_numpy():
+    rng = np.random.default_rng(0)
+    steps, envs, gamma = 50, 8, 0.97
+    rewards = rng.normal(1.0, 2.0, (steps, envs)).astype(np.float32)
+    dones = (rng.random((steps, envs)) < 0.05).astype(np.float32)
+    norm = RewardNormalizer(envs, gamma, g_max=5.0, enabled=True, device="cpu")
+    for r, d in zip(rewards, dones, strict=True):
+        norm.update(torch.from_numpy(r), torch.from_numpy(d))
+    g, gmax, mean, var = numpy_reward_stats(rewards.astype(np.float64), dones, gamma)
+    np.testing.assert_allclose(norm.returns.numpy(), g, rtol=1e-5)
+    assert abs(norm.returns_abs_max.item() - gmax) < 1e-4
+    # The running stats start from (mean 0, var 1, count 1e-4): negligible vs 400 samples.
+    assert abs(norm.mean.item() - mean) < 1e-5 * max(1, abs(mean))
+    assert abs(norm.var.item() - var) < 1e-5 * var
+    expected = max(np.sqrt(var + 1e-8), gmax / 5.0)
+    assert abs(norm.divisor().item() - expected) < 1e-4 * expected
+
+
+def test_reward_normalizer_small_case_by_hand():
+    # gamma 0.5: G1 = [1, 2]; G2 = 0.5 * G1 + [3, 1] = [3.5, 2] -> |G|max 3.5.
+    norm = RewardNormalizer(2, 0.5, g_max=1.0, enabled=True, device="cpu")
+    norm.update(torch.tensor([1.0, 2.0]), torch.tensor([0.0, 0.0]))
+    norm.update(torch.tensor([3.0, 1.0]), torch.tensor([0.0, 1.0]))  # env 1 done: G = r
+    torch.testing.assert_close(norm.returns, torch.tensor([3.5, 1.0]))
+    assert norm.returns_abs_max.item() == 3.5
+    assert norm.divisor().item() == 3.5  # G_max / g_max = 3.5 dominates the std (~1.1)
+
+
+def test_disabled_normalizer_divides_by_one():
+    norm = RewardNormalizer(2, 0.97, g_max=5.0, enabled=False, device="cpu")
+    norm.update(torch.tensor([100.0, -100.0]), torch.zeros(2))
+    assert norm.divisor().item() == 1.0
+
+
+def test_zeta_pmf_values():
+    p = zeta_pmf(2.0, 16)
+    assert abs(p[0].item() - 0.631) < 1e-3  # 1 / sum_{k<=16} k^-2 = 1 / 1.5843
+    mean = (torch.arange(1, 17, dtype=torch.float64) * p).sum().item()
+    assert abs(mean - 2.134) < 1e-3  # H_16 / 1.5843 = 3.3807 / 1.5843
+    assert abs(p.sum().item() - 1.0) < 1e-12
+
+
+def test_zeta_noise_holds_noise_for_sampled_repeats():
+    rng = CounterRNG(0, "cpu")
+    noise = ZetaNoise(num_envs=3, action_dim=2, mu=2.0, k_max=16, rng=rng)
+    runs, current, last = [], 0, None
+    for _ in range(4000):
+        n = noise.step(None).clone()
+        if last is not None and torch.equal(n, last):
+            current += 1
+        else:
+            if last is not None:
+                runs.append(current)
+            current = 1
+        last = n
+    runs_t = torch.tensor(runs, dtype=torch.float64)
+    assert runs_t.max() <= 16
+    assert abs((runs_t == 1).double().mean().item() - 0.631) < 0.04
+    assert abs(runs_t.mean().item() - 2.134) < 0.15
+
+
+def test_zeta_noise_resamples_finished_envs_only():
+    rng = CounterRNG(1, "cpu")
+    noise = ZetaNoise(num_envs=4, action_dim=2, mu=2.0, k_max=16, rng=rng)
+    noise.step(None)
+    noise.repeat.fill_(16)  # force a long hold
+    before = noise.noise.clone()
+    after = noise.step(torch.tensor([False, True, False, False])).clone()
+    assert torch.equal(after[[0, 2, 3]], before[[0, 2, 3]])
+    assert not torch.equal(after[1], before[1])
+
+
+def test_hash_matches_python_twin_and_rng_is_counter_driven():
+    xs = torch.tensor([0, 1, 2, 12345, 2**32 - 1], dtype=torch.int64)
+    assert hash32(xs).tolist() == [hash32_int(int(x)) for x in xs]
+    a, b = CounterRNG(7, "cpu"), CounterRNG(7, "cpu")
+    first = a.normal(0, (1000,))
+    assert torch.equal(first, b.normal(0, (1000,)))  # same seed, same counter -> same numbers
+    assert not torch.equal(first, a.normal(0, (1000,)))  # the counter advanced
+    assert not torch.equal(CounterRNG(8, "cpu").normal(0, (1000,)), first)
+    assert a.counter.item() == 2
+
+
+def test_rng_distributions():
+    rng = CounterRNG(3, "cpu")
+    n = rng.normal(0, (200_000,))
+    assert abs(n.mean().item()) < 0.01 and abs(n.std().item() - 1) < 0.01
+    u = rng.uniform64(1, (200_000,))
+    assert 0 <= u.min().item() and u.max().item() < 1 and abs(u.mean().item() - 0.5) < 0.005
+    idx = rng.index(2, 100_000, torch.tensor(10))
+    counts = torch.bincount(idx, minlength=10).double()
+    assert idx.min() >= 0 and idx.max() <= 9
+    assert (counts / 10_000 - 1).abs().max() < 0.05
