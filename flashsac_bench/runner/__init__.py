@@ -1,11 +1,18 @@
-"""Training runner (collector/learner overlap, summaries). Built in issue 4."""
+"""Training runner: collector/learner overlap, device replay, timing summaries, sweeps.
+
+`train` is imported lazily so that `flashsac_bench.runner.callbacks` (instantiated by Hydra for
+every command) does not pull in torch.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def train(config: Any, raw_cfg: Any) -> float | None:
-    raise NotImplementedError(
-        "The training runner is not built yet (issue 4); use --cfg job to inspect configs."
-    )
+def train(config: Any, raw_cfg: Any = None, **kwargs: Any) -> float | None:
+    from flashsac_bench.runner.loop import train as _train
+
+    return _train(config, raw_cfg, **kwargs)
+
+
+__all__ = ["train"]

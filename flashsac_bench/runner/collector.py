@@ -1,0 +1,210 @@
+"""The collector thread and the host staging buffers it fills.
+
+The thread owns env.step (MuJoCo releases the GIL, so it runs beside the learner's update on
+the main thread). Each tick it packs one replay row per env into a host slab laid out like the
+device ring (see learner.replay.RowLayout), so the main thread inserts the whole tick with one
+contiguous host->device copy. The slab and the acting buffers are pinned when the learner is on
+CUDA.
+
+Buffer reuse needs no extra synchronization: the main thread enqueues the host->device copies
+of tick k before the action hand-off of tick k+1, and that hand-off synchronizes the stream, so
+those copies are complete before the collector is released to overwrite the buffers.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from flashsac_bench.learner.replay import RowLayout
+
+# How long the main thread waits for one env tick before declaring the collector hung. The
+# issue's bound is "a clear error within 30 s"; a 4096-env G1 tick takes well under a second.
+DEFAULT_TIMEOUT_S = 15.0
+_POLL_S = 0.25
+
+
+class CollectorError(RuntimeError):
+    """The collector thread raised, died or hung: training cannot continue."""
+
+
+@dataclass
+class TickResult:
+    """Host-side facts about one env tick (the rows themselves are in Staging.slab)."""
+
+    env_step_ms: float
+    cycle_ms: float
+    reward_mean: float
+    reward_terms: dict[str, float]
+    episode_returns: np.ndarray
+    episode_lengths: np.ndarray
+    env_metrics: dict[str, float] | None = None
+
+
+@dataclass
+class _Failure:
+    error: BaseException
+
+
+class Staging:
+    """Host buffers shared by the collector thread and the main thread."""
+
+    def __init__(self, layout: RowLayout, num_envs: int, pin: bool) -> None:
+        def alloc(*shape: int) -> torch.Tensor:
+            return torch.zeros(shape, dtype=torch.float32, pin_memory=pin)
+
+        self.layout = layout
+        self.num_envs = num_envs
+        self.slab_t = alloc(num_envs, layout.width)
+        self.obs_t = alloc(num_envs, layout.obs_dim)
+        self.dones_t = alloc(num_envs)
+        self.actions_t = alloc(num_envs, layout.action_dim)
+        self.slab = self.slab_t.numpy()
+        self.obs = self.obs_t.numpy()
+        self.dones = self.dones_t.numpy()
+        self.actions = self.actions_t.numpy()
+        self.critic_obs = np.zeros((num_envs, layout.critic_obs_dim), dtype=np.float32)
+        self.cols = {name: self.col(name) for name in layout._spans()}
+
+    def col(self, name: str) -> np.ndarray:
+        a, b = self.layout.span(name)
+        return self.slab[:, a:b]
+
+    def set_current(self, obs: np.ndarray, critic_obs: np.ndarray, dones: np.ndarray) -> None:
+        self.obs[:] = obs
+        self.critic_obs[:] = critic_obs
+        self.dones[:] = dones
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        return {
+            "obs": self.obs.copy(),
+            "critic_obs": self.critic_obs.copy(),
+            "dones": self.dones.copy(),
+        }
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        self.set_current(state["obs"], state["critic_obs"], state["dones"])
+
+
+def pack_tick(env: Any, staging: Staging, want_metrics: bool) -> TickResult:
+    """Step every env once with staging.actions and pack the transitions (collector thread)."""
+    t0 = time.perf_counter()
+    s, c = staging, staging.cols
+    # The current obs must be copied before env.step overwrites the env's output arrays.
+    c["obs"][:] = s.obs
+    c["critic_obs"][:] = s.critic_obs
+    c["actions"][:] = s.actions
+    t1 = time.perf_counter()
+    step = env.step(s.actions)
+    t2 = time.perf_counter()
+    c["next_obs"][:] = step.final_obs  # the TRUE next obs, also where an episode just ended
+    c["next_critic_obs"][:] = step.final_critic_obs
+    c["rewards"][:, 0] = step.reward
+    c["terminated"][:, 0] = step.terminated
+    c["truncated"][:, 0] = step.truncated
+    dones = np.logical_or(step.terminated, step.truncated)
+    s.set_current(step.obs, step.critic_obs, dones)
+    done_idx = np.flatnonzero(dones)
+    result = TickResult(
+        env_step_ms=(t2 - t1) * 1e3,
+        cycle_ms=0.0,
+        reward_mean=float(np.mean(step.reward)),
+        reward_terms={k: float(np.mean(v)) for k, v in step.reward_terms.items()},
+        episode_returns=np.asarray(step.episode_return)[done_idx].astype(np.float64),
+        episode_lengths=np.asarray(step.episode_length)[done_idx].astype(np.float64),
+        env_metrics=dict(env.metrics()) if want_metrics else None,
+    )
+    result.cycle_ms = (time.perf_counter() - t0) * 1e3
+    return result
+
+
+@dataclass
+class Collector:
+    """One daemon thread that runs pack_tick on request; `wait` bounds how long it may take."""
+
+    env: Any
+    staging: Staging
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    _requests: queue.Queue = field(default_factory=lambda: queue.Queue(maxsize=1))
+    _results: queue.Queue = field(default_factory=lambda: queue.Queue(maxsize=1))
+    _thread: threading.Thread | None = None
+    _busy_since: float | None = None
+    _tick: int = -1
+    hung: bool = False
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="flashsac-collector", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            req = self._requests.get()
+            if req is None:
+                return
+            try:
+                result: TickResult | _Failure = pack_tick(self.env, self.staging, req)
+            except BaseException as err:  # noqa: BLE001 - reported to the main thread
+                self._results.put(_Failure(err))
+                return
+            self._results.put(result)
+
+    def submit(self, tick: int, want_metrics: bool) -> None:
+        """Release the collector for one tick (staging.actions must hold the actions)."""
+        self._tick = tick
+        self._busy_since = time.perf_counter()
+        self._requests.put(want_metrics)
+
+    def wait(self) -> TickResult:
+        """The tick's result; CollectorError if the thread raised, died or exceeded timeout_s
+        (counted from submit)."""
+        assert self._thread is not None and self._busy_since is not None
+        deadline = self._busy_since + self.timeout_s
+        while True:
+            try:
+                out = self._results.get(timeout=_POLL_S)
+                break
+            except queue.Empty:
+                if not self._thread.is_alive():
+                    raise CollectorError(
+                        f"collector thread died without a result at iteration {self._tick}"
+                    ) from None
+                if time.perf_counter() > deadline:
+                    self.hung = True
+                    raise CollectorError(
+                        f"collector thread made no progress for {self.timeout_s:.0f} s at "
+                        f"iteration {self._tick} (env.step hung?); giving up on it"
+                    ) from None
+        self._busy_since = None
+        if isinstance(out, _Failure):
+            err = out.error
+            raise CollectorError(
+                f"collector thread failed at iteration {self._tick}: {type(err).__name__}: {err}"
+            ) from err
+        return out
+
+    @property
+    def idle(self) -> bool:
+        return self._busy_since is None
+
+    def stop(self) -> None:
+        """Ask an idle thread to exit; a hung or busy one is abandoned (it is a daemon)."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        if self.idle and not self.hung:
+            self._requests.put(None)
+            self._thread.join(timeout=5.0)
+
+    def drain(self) -> None:
+        """Let an in-flight tick finish (bounded by timeout_s) so the env can be closed safely."""
+        if self._thread is None or self.idle or self.hung:
+            return
+        try:
+            self.wait()
+        except CollectorError:
+            pass

@@ -1,0 +1,154 @@
+"""summary.json: what ran, where, and how fast. Written atomically (temp file + rename), so a
+reader never sees a torn file, also when the run is interrupted or crashes mid-write."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from flashsac_bench.runner.timing import overlap_efficiency, summarize
+
+SUMMARY_FORMAT = 1
+SUMMARY_NAME = "summary.json"
+TIMINGS = ("learner_train_ms", "collector_cycle_ms", "iter_ms")
+# Secondary series, summarized the same way (diagnostics, not part of the comparison).
+EXTRA_TIMINGS = ("env_step_ms", "action_ms", "learner_host_ms", "collector_wait_ms", "insert_ms")
+
+TIMING_SEMANTICS = {
+    "learner_train_ms": (
+        "update cycle + async metric copy; CUDA: event span on the learner stream (GPU time), "
+        "CPU: host wall time"
+    ),
+    "collector_cycle_ms": (
+        "collector thread busy time per tick: env.step + packing replay rows "
+        "(excludes waiting for actions, unlike UniLab's)"
+    ),
+    "iter_ms": (
+        "host wall time of one iteration: action hand-off, update launch, collector join, "
+        "replay insert, reward stats, logging; excludes checkpoint writes"
+    ),
+    "rows": (
+        "learning iterations only (warmup iterations with random actions and no update are "
+        "in rows_all with learning=false), then [skip_first:][-summary_last:]"
+    ),
+}
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe copy: numpy scalars to Python, NaN/inf to None (strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(_clean(payload), indent=1, allow_nan=False) + "\n")
+
+
+def device_info(device: torch.device) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "device": str(device),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "cuda_available": torch.cuda.is_available(),
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+    }
+    try:
+        import mujoco
+
+        info["mujoco"] = mujoco.__version__
+    except ImportError:  # pragma: no cover - mujoco is a dependency
+        info["mujoco"] = None
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(
+            gpu=props.name,
+            capability=f"{props.major}.{props.minor}",
+            gpu_memory_gib=round(props.total_memory / 2**30, 1),
+        )
+    return info
+
+
+def git_info() -> dict[str, Any]:
+    root = Path(__file__).resolve().parents[2]
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "commit": commit,
+        "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+        "dirty": None if status is None else bool(status),
+    }
+
+
+def select_rows(
+    rows_all: list[dict[str, Any]], skip_first: int, summary_last: int
+) -> list[dict[str, Any]]:
+    """The rows the statistics use: learning iterations, [skip_first:][-summary_last:]."""
+    learning = [r for r in rows_all if r.get("learning")]
+    return learning[skip_first:][-summary_last:]
+
+
+def timing_block(rows: list[dict[str, Any]], num_envs: int) -> dict[str, Any]:
+    stats = {key: summarize(r.get(key) for r in rows) for key in TIMINGS}
+    extra = {key: summarize(r.get(key) for r in rows) for key in EXTRA_TIMINGS}
+    iter_median = stats["iter_ms"]["median"]
+    return {
+        **stats,
+        "extra_timings": extra,
+        "overlap_efficiency": overlap_efficiency(
+            stats["learner_train_ms"], stats["collector_cycle_ms"], stats["iter_ms"]
+        ),
+        "env_steps_per_s": (num_envs * 1e3 / iter_median) if iter_median else None,
+    }
+
+
+def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    with open(Path(run_dir) / SUMMARY_NAME) as f:
+        return json.load(f)
