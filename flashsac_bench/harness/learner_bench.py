@@ -1,0 +1,155 @@
+"""Learner-only cycle timing (scripts/bench_learner.py), ours and optionally upstream's.
+
+One "cycle" = one iteration's updates (u2: 2 critic + 1 actor + 1 temperature; u8: 8 + 4 + 4)
+on synthetic G1-shaped batches. Each timed cycle is wall clock from the call to the end of a
+device synchronize: launch overhead and every per-iteration host step are inside the number.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from flashsac_bench.harness.synthetic import Setup, build_learner
+from flashsac_bench.learner.learner import FlashSACLearner
+
+
+@dataclass
+class Timing:
+    samples_ms: list[float]
+    cold_start_s: float
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def p90_ms(self) -> float:
+        return percentile(self.samples_ms, 90)
+
+    @property
+    def mean_ms(self) -> float:
+        return statistics.fmean(self.samples_ms)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default)."""
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_calls(
+    fn: Callable[[], None], device: torch.device, cycles: int, warmup: int
+) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    out = []
+    for _ in range(cycles):
+        t0 = time.perf_counter()
+        fn()
+        _sync(device)
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def time_ours(setup: Setup, path: str, cycles: int, warmup: int, compile_mode: str = "default"):
+    learner = build_learner(setup, path, compile_mode)
+    t0 = time.perf_counter()
+    learner.warmup()
+    _sync(learner.device)
+    cold = time.perf_counter() - t0
+    samples = time_calls(learner.update, learner.device, cycles, warmup)
+    return Timing(samples, cold), learner
+
+
+def unilab_batches(learner: FlashSACLearner, count: int) -> list[dict[str, torch.Tensor]]:
+    """Large batches for upstream, gathered from OUR ring with our sampler: same data."""
+    out = []
+    for _ in range(count):
+        learner.cycle(lambda *a: None, lambda *a: None)  # samples into learner.buffers.batch
+        cols = learner.statics.rows.split(learner.buffers.batch)
+        out.append(
+            {
+                "obs": cols["obs"].contiguous(),
+                "actions": cols["actions"].contiguous(),
+                "rewards": cols["rewards"].contiguous(),
+                "next_obs": cols["next_obs"].contiguous(),
+                "dones": torch.maximum(cols["terminated"], cols["truncated"]).contiguous(),
+                "truncated": cols["truncated"].contiguous(),
+                "critic": cols["critic_obs"].contiguous(),
+                "next_critic": cols["next_critic_obs"].contiguous(),
+            }
+        )
+    return out
+
+
+def time_unilab(setup: Setup, ours: FlashSACLearner, cycles: int, warmup: int) -> Timing:
+    """unilab-rl 1.4.15's whole-cycle graph with default Inductor options (its shipped
+    max-autotune-no-cudagraphs mode did not finish compiling in 8.5 min on the H200)."""
+    import uni_rl.algos.flash_sac.learner as upstream
+
+    original = upstream.get_torch_compile_for_cuda
+
+    def default_inductor(device, warn=True):
+        fn = original(device, warn=warn)
+        if fn is None:
+            return None
+
+        def compile_default(f, **kwargs):
+            if kwargs.get("mode") == "max-autotune-no-cudagraphs":
+                kwargs.pop("mode")
+                kwargs["options"] = {"triton.cudagraphs": False}
+            return fn(f, **kwargs)
+
+        return compile_default
+
+    upstream.get_torch_compile_for_cuda = default_inductor
+    try:
+        t0 = time.perf_counter()
+        learner = upstream.FlashSACLearner(
+            setup.dims.obs,
+            setup.dims.action,
+            setup.dims.critic_obs,
+            device=str(ours.device),
+            gamma=0.97,
+            tau=0.01,
+            use_amp=setup.dtype == "bfloat16",
+            amp_dtype="bf16",
+        )
+        # Allocate the reward statistics before capture (else upstream recaptures).
+        g = torch.Generator(device=ours.device).manual_seed(3)
+        rewards = torch.randn(4, setup.num_envs, device=ours.device, generator=g)
+        learner.update_reward_stats(rewards, torch.zeros_like(rewards))
+        batches = unilab_batches(ours, 4)
+        kwargs = dict(
+            updates_per_step=setup.updates_per_step,
+            policy_frequency=setup.policy_frequency,
+            target_frequency=1,
+            policy_before_critic=False,
+        )
+        learner.update_cycle(batches[0], **kwargs)
+        _sync(ours.device)
+        cold = time.perf_counter() - t0
+        i = [0]
+
+        def one() -> None:
+            i[0] += 1
+            learner.update_cycle(batches[i[0] % len(batches)], **kwargs)
+            learner.read_deferred_cycle_metrics()
+
+        return Timing(time_calls(one, ours.device, cycles, warmup), cold)
+    finally:
+        upstream.get_torch_compile_for_cuda = original

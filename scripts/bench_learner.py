@@ -1,0 +1,136 @@
+#!/usr/bin/env python
+"""Learner-only cycle time: batch sizes x update ratios x paths (+ upstream unilab-rl).
+
+  python scripts/bench_learner.py --device cuda --dtype bfloat16 --batch-sizes 256,2048 \
+      --updates 2,8 --paths eager,compile,cudagraph --reference unilab-rl \
+      --output docs/results/h200_learner.json
+
+Rows are appended to --output (a JSON list) as they finish, so a cut-off run keeps its rows.
+Ratios are printed only between rows measured in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from flashsac_bench.harness.learner_bench import time_ours, time_unilab
+from flashsac_bench.harness.synthetic import Setup
+
+
+def _device_name(device: str) -> str:
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return "cpu"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    ap.add_argument("--matmul-precision", default="high", choices=["highest", "high"])
+    ap.add_argument("--batch-sizes", default="256,2048")
+    ap.add_argument("--updates", default="2,8")
+    ap.add_argument("--policy-frequency", type=int, default=2)
+    ap.add_argument("--paths", default="eager,compile,cudagraph")
+    ap.add_argument("--cycles", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--eager-cycles", type=int, default=30, help="fewer for the slow eager path")
+    ap.add_argument("--reference", choices=["none", "unilab-rl"], default="none")
+    ap.add_argument("--reference-configs", default="all", help='"all" or e.g. "2048x8,256x8"')
+    ap.add_argument("--tiny", action="store_true", help="small networks (CPU smoke test)")
+    ap.add_argument("--output", type=Path, default=None)
+    args = ap.parse_args(argv)
+    torch.set_float32_matmul_precision(args.matmul_precision)
+    command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+    meta = {
+        "device": _device_name(args.device),
+        "torch": torch.__version__,
+        "date": dt.date.today().isoformat(),
+        "command": command,
+    }
+    rows: list[dict] = []
+
+    def record(impl: str, path: str, setup: Setup, timing) -> None:
+        row = {
+            "impl": impl,
+            "path": path,
+            "batch_size": setup.batch_size,
+            "updates_per_step": setup.updates_per_step,
+            "policy_frequency": setup.policy_frequency,
+            "dtype": setup.dtype,
+            "median_ms": round(timing.median_ms, 4),
+            "p90_ms": round(timing.p90_ms, 4),
+            "mean_ms": round(timing.mean_ms, 4),
+            "cycles": len(timing.samples_ms),
+            "cold_start_s": round(timing.cold_start_s, 2),
+            **meta,
+        }
+        rows.append(row)
+        print(
+            f"{impl:>9} {path:>9} B={setup.batch_size:<5} u{setup.updates_per_step:<2} "
+            f"median {timing.median_ms:9.3f} ms  p90 {timing.p90_ms:9.3f} ms  "
+            f"cold {timing.cold_start_s:6.1f} s",
+            flush=True,
+        )
+        if args.output:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(json.dumps(rows, indent=2) + "\n")
+
+    ref_configs = (
+        None if args.reference_configs == "all" else set(args.reference_configs.split(","))
+    )
+    for b in (int(x) for x in args.batch_sizes.split(",")):
+        for u in (int(x) for x in args.updates.split(",")):
+            setup = Setup(
+                batch_size=b,
+                updates_per_step=u,
+                policy_frequency=args.policy_frequency,
+                capacity_batches=4,
+                tiny=args.tiny,
+                dtype=args.dtype,
+                device=args.device,
+            )
+            last = None
+            for path in args.paths.split(","):
+                cycles = args.eager_cycles if path == "eager" else args.cycles
+                timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
+                record("ours", path, setup, timing)
+            if args.reference == "unilab-rl" and (ref_configs is None or f"{b}x{u}" in ref_configs):
+                try:
+                    timing = time_unilab(setup, last, args.cycles, args.warmup)
+                    record("unilab-rl", "cudagraph", setup, timing)
+                except Exception as err:  # noqa: BLE001 - report and keep measuring ours
+                    print(f"unilab-rl B={b} u{u} failed: {type(err).__name__}: {err}", flush=True)
+            del last
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+
+    print("\nmedian ms per cycle (ratios within this run)")
+    print(
+        f"{'B':>5} {'u':>3} "
+        + " ".join(f"{p:>10}" for p in ["eager", "compile", "cudagraph", "unilab-rl"])
+        + "   eager/graph  upstream/graph"
+    )
+    keyed = {(r["impl"], r["path"], r["batch_size"], r["updates_per_step"]): r for r in rows}
+    for b in sorted({r["batch_size"] for r in rows}):
+        for u in sorted({r["updates_per_step"] for r in rows}):
+            vals = [keyed.get(("ours", p, b, u)) for p in ("eager", "compile", "cudagraph")]
+            vals.append(keyed.get(("unilab-rl", "cudagraph", b, u)))
+            med = [v["median_ms"] if v else float("nan") for v in vals]
+            print(
+                f"{b:>5} {u:>3} "
+                + " ".join(f"{m:10.3f}" for m in med)
+                + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

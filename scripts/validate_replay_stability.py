@@ -1,0 +1,56 @@
+#!/usr/bin/env python
+"""1000 replays of the captured update cycle: memory, step counts, metric slots (CUDA only).
+
+  python scripts/validate_replay_stability.py --replays 1000 --batch-size 2048 --updates 8 \
+      --output docs/results/h200_replay_stability.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from flashsac_bench.harness.stability import replay_stability
+from flashsac_bench.harness.synthetic import Setup
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--replays", type=int, default=1000)
+    ap.add_argument("--batch-size", type=int, default=2048)
+    ap.add_argument("--updates", type=int, default=8)
+    ap.add_argument("--policy-frequency", type=int, default=2)
+    ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    ap.add_argument("--num-envs", type=int, default=256)
+    ap.add_argument("--output", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("validate_replay_stability: needs a CUDA device", file=sys.stderr)
+        return 2
+    torch.set_float32_matmul_precision("high")
+    setup = Setup(
+        batch_size=args.batch_size,
+        updates_per_step=args.updates,
+        policy_frequency=args.policy_frequency,
+        num_envs=args.num_envs,
+        capacity_batches=4,
+        dtype=args.dtype,
+        device="cuda",
+    )
+    report = replay_stability(setup, args.replays)
+    report["argv"] = sys.argv
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(report, indent=2) + "\n")
+    for c in report["checks"]:
+        print(f"{'ok ' if c['ok'] else 'FAIL'} {c['check']} {c.get('values', '')}")
+    print("REPLAY STABILITY", "OK" if report["ok"] else "FAILED")
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
