@@ -58,6 +58,7 @@ class BatchedMujoco:
         self.kp_scale = np.ones(num_envs)
         self.kd_scale = np.ones(num_envs)
         self._nsub = 1
+        self._publish_outputs = True
         self._next_env: itertools.count[int] = itertools.count()
         # The calling thread works too, so the pool holds num_threads - 1 helpers.
         self._pool = (
@@ -71,20 +72,23 @@ class BatchedMujoco:
     def _work(self) -> None:
         models, datas, ctrl = self.models, self.datas, self.ctrl
         qpos, qvel, sens = self.qpos, self.qvel, self.sensordata
-        n, nsub = self.num_envs, self._nsub
+        n, nsub, publish = self.num_envs, self._nsub, self._publish_outputs
         step, counter = mujoco.mj_step, self._next_env
         while (i := next(counter)) < n:  # next() on a count is atomic under the GIL
             m, d = models[i], datas[i]
             d.ctrl[:] = ctrl[i]
             step(m, d, nsub)
-            refresh(m, d)
-            qpos[i] = d.qpos
-            qvel[i] = d.qvel
-            sens[i] = d.sensordata
+            if publish:
+                refresh(m, d)
+                qpos[i] = d.qpos
+                qvel[i] = d.qvel
+                sens[i] = d.sensordata
 
-    def step(self, nsub: int) -> None:
-        """Hold `self.ctrl` for `nsub` physics steps in every env, then refresh the outputs."""
+    def step(self, nsub: int, *, publish: bool = True) -> None:
+        """Hold `self.ctrl` for `nsub` physics steps in every env, then refresh the outputs
+        (publish=False skips the refresh and the copies: raw physics, for benchmarks)."""
         self._nsub = nsub
+        self._publish_outputs = publish
         self._next_env = itertools.count()
         futures = [self._pool.submit(self._work) for _ in range(self.num_threads - 1)]
         self._work()
