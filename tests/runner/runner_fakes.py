@@ -105,7 +105,10 @@ class FakeEnv:
         assert a.shape == (self.num_envs, self.action_dim), a.shape
         assert np.all(np.abs(a) <= 1.0 + 1e-6), "actions must be in [-1, 1]"
         noise = self.rng.normal(scale=0.05, size=self.x.shape)
-        self.x = 0.9 * self.x + 0.3 * np.tanh(a @ self.w) + noise
+        # Broadcast-sum, not `a @ w`: numpy's OpenBLAS threads spin after a matmul and, on 2
+        # cores, made the concurrent torch update cycle up to 40x slower.
+        drive = (a[:, :, None] * self.w[None]).sum(1)
+        self.x = 0.9 * self.x + 0.3 * np.tanh(drive) + noise
         self.t += 1
         o = self.out
         alive = np.ones(self.num_envs)

@@ -1,0 +1,249 @@
+"""Sweep comparison: comparison.csv / .md / .png from any set of run dirs (one row per run).
+
+Used by the Hydra callback at the end of every multirun and by `scripts/compare.py DIR...`.
+A DIR is a run dir (holds summary.json) or a sweep dir (its sub-dirs hold them).
+
+% reduction columns compare each run with the eager run(s) of the same update ratio and
+setup (updates_per_step, policy_frequency, num_envs, batch_size, device, dtype); several
+eager runs of one setup (repeats) are averaged. 100 * (1 - run / eager): positive = faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from flashsac_bench.runner.summary import SUMMARY_NAME, TIMINGS, atomic_write_text
+
+log = logging.getLogger(__name__)
+
+STATS = ("mean", "median", "p90", "p95")
+PATH_ORDER = {"eager": 0, "compile": 1, "cudagraph": 2}
+BASELINE_KEYS = (
+    "updates_per_step",
+    "policy_frequency",
+    "num_envs",
+    "batch_size",
+    "device",
+    "dtype",
+)
+SHORT = {"learner_train_ms": "learner", "collector_cycle_ms": "collector", "iter_ms": "iter"}
+OUTPUTS = ("comparison.csv", "comparison.md", "comparison.png")
+
+
+def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Run dirs under the given paths (each a run dir or a folder of them), in order."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if (p / SUMMARY_NAME).is_file():
+            found.append(p)
+        elif p.is_dir():
+            found.extend(sorted(s.parent for s in p.rglob(SUMMARY_NAME)))
+        else:
+            raise FileNotFoundError(f"{p} is neither a run dir nor a folder of run dirs")
+    unique: dict[Path, None] = {}
+    for d in found:
+        unique.setdefault(d.resolve(), None)
+    return list(unique)
+
+
+def _row(run_dir: Path, s: dict[str, Any]) -> dict[str, Any]:
+    tc = s.get("training_config", {})
+    row: dict[str, Any] = {
+        "run": run_dir.name,
+        "update": tc.get("update"),
+        "path": tc.get("path"),
+        "executor": tc.get("executor"),
+        "hardware": tc.get("hardware"),
+        "device": tc.get("device"),
+        "gpu": s.get("device", {}).get("gpu"),
+        "dtype": tc.get("dtype"),
+        "num_envs": tc.get("num_envs"),
+        "batch_size": tc.get("batch_size"),
+        "updates_per_step": tc.get("updates_per_step"),
+        "policy_frequency": tc.get("policy_frequency"),
+        "critic_updates": tc.get("critic_updates_per_iteration"),
+        "actor_updates": tc.get("actor_updates_per_iteration"),
+        "complete": bool(s.get("complete")),
+        "status": s.get("status"),
+        "iterations_done": s.get("iterations_done"),
+        "num_samples": s.get("num_samples"),
+        "cold_start_s": s.get("cold_start_s"),
+    }
+    for timing in TIMINGS:
+        stats = s.get(timing) or {}
+        for stat in STATS:
+            row[f"{timing}_{stat}"] = stats.get(stat)
+    row["overlap_efficiency"] = s.get("overlap_efficiency")
+    row["env_steps_per_s"] = s.get("env_steps_per_s")
+    row["run_dir"] = str(run_dir)
+    return row
+
+
+def comparison_frame(run_dirs: Sequence[Path]) -> pd.DataFrame:
+    rows = []
+    for d in run_dirs:
+        try:
+            with open(d / SUMMARY_NAME) as f:
+                rows.append(_row(d, json.load(f)))
+        except (OSError, json.JSONDecodeError) as err:
+            log.warning("skipping %s: %s", d, err)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["_order"] = df["path"].map(PATH_ORDER).fillna(len(PATH_ORDER))
+    df = df.sort_values(["updates_per_step", "policy_frequency", "num_envs", "_order", "run"])
+    df = df.drop(columns="_order").reset_index(drop=True)
+    _add_reductions(df)
+    return df
+
+
+def _add_reductions(df: pd.DataFrame) -> None:
+    cols = {
+        (t, stat): f"{SHORT[t]}_reduction_{stat}_pct"
+        for t in ("learner_train_ms", "iter_ms")
+        for stat in ("mean", "median")
+    }
+    for col in cols.values():
+        df[col] = math.nan
+    keys = [k for k in BASELINE_KEYS if k in df.columns]
+    for _, group in df.groupby(keys, dropna=False, sort=False):
+        eager = group[group["path"] == "eager"]
+        if eager.empty:
+            continue
+        for (timing, stat), col in cols.items():
+            base = pd.to_numeric(eager[f"{timing}_{stat}"], errors="coerce").mean()
+            if not base or math.isnan(base):
+                continue
+            values = pd.to_numeric(group[f"{timing}_{stat}"], errors="coerce")
+            df.loc[group.index, col] = 100.0 * (1.0 - values / base)
+
+
+def _fmt(value: Any, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    """A GitHub-markdown table of the comparison (no tabulate dependency)."""
+    columns: list[tuple[str, str, int]] = [
+        ("run", "run", 0),
+        ("update", "update", 0),
+        ("path", "path", 0),
+        ("complete", "complete", 0),
+        ("num_samples", "n", 0),
+    ]
+    for timing in TIMINGS:
+        for stat in STATS:
+            columns.append((f"{timing}_{stat}", f"{SHORT[timing]} {stat}", 3))
+    columns += [
+        ("overlap_efficiency", "overlap", 3),
+        ("env_steps_per_s", "env-steps/s", 0),
+        ("learner_reduction_mean_pct", "learner -% (mean)", 1),
+        ("learner_reduction_median_pct", "learner -% (median)", 1),
+        ("iter_reduction_mean_pct", "iter -% (mean)", 1),
+        ("iter_reduction_median_pct", "iter -% (median)", 1),
+        ("cold_start_s", "cold start s", 1),
+    ]
+    head = "| " + " | ".join(title for _, title, _ in columns) + " |"
+    sep = "|" + "|".join("---" if d == 0 and c != "num_samples" else "---:" for c, _, d in columns)
+    lines = [head, sep + "|"]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join(_fmt(r.get(c), d) for c, _, d in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(df: pd.DataFrame, path: Path) -> None:
+    """Bars of the median of each timing per run, whiskers up to the p90."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    n = len(df)
+    fig = Figure(figsize=(max(6.0, 1.6 * n + 2), 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    width = 0.26
+    labels = [f"{r['update']} {r['path']}\n{r['run']}" for _, r in df.iterrows()]
+    for i, timing in enumerate(TIMINGS):
+        med = pd.to_numeric(df[f"{timing}_median"], errors="coerce").fillna(0.0)
+        p90 = pd.to_numeric(df[f"{timing}_p90"], errors="coerce").fillna(0.0)
+        xs = [j + (i - 1) * width for j in range(n)]
+        ax.bar(
+            xs,
+            med,
+            width,
+            yerr=[[0.0] * n, (p90 - med).clip(lower=0.0).tolist()],
+            capsize=3,
+            label=f"{SHORT[timing]} (median, p90 whisker)",
+        )
+    ax.set_xticks(range(n), labels, fontsize=8)
+    ax.set_ylabel("ms per iteration")
+    ax.set_title("flashsac_bench: learner / collector / iteration time")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png", dpi=120)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_comparison(
+    paths: Iterable[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
+) -> dict[str, Path] | None:
+    """Write comparison.csv/.md/.png into out_dir; None (and nothing written) without runs."""
+    run_dirs = find_run_dirs(paths)
+    df = comparison_frame(run_dirs)
+    if df.empty:
+        log.warning("no summary.json under %s: no comparison written", list(map(str, paths)))
+        return None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {name: out / name for name in OUTPUTS}
+    atomic_write_text(files["comparison.csv"], df.to_csv(index=False))
+    title = f"# flashsac_bench comparison ({len(df)} runs)\n\n"
+    note = (
+        "\nTimes in ms per iteration over each run's summary rows. `-%` columns: reduction vs "
+        "the eager run of the same update ratio and setup (positive = faster).\n"
+    )
+    atomic_write_text(files["comparison.md"], title + markdown_table(df) + note)
+    plot(df, files["comparison.png"])
+    return files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/compare.py",
+        description="Rebuild comparison.csv/.md/.png from run dirs or sweep dirs.",
+    )
+    parser.add_argument("dirs", nargs="+", help="run dirs (with summary.json) or sweep dirs")
+    parser.add_argument(
+        "--out",
+        help="output folder (default: the single dir given, else the current directory)",
+    )
+    args = parser.parse_args(argv)
+    out = args.out or (args.dirs[0] if len(args.dirs) == 1 else ".")
+    files = write_comparison(args.dirs, out)
+    if files is None:
+        print("no runs found (no summary.json under the given dirs)")
+        return 1
+    for path in files.values():
+        print(path)
+    return 0
