@@ -125,6 +125,7 @@ class Runner:
         self.startup: dict[str, float] = {}
         self.start_iteration = self.done_iterations = 0
         self.resumed_from: str | None = None
+        self.checkpoints: list[dict[str, Any]] = []  # written by this process
         self.env: Any = None
         self.learner: FlashSACLearner | None = None
         self.collector: Collector | None = None
@@ -395,7 +396,7 @@ class Runner:
             self.done_iterations = k + 1
             every = c.run.checkpoint_every
             if every and self.done_iterations % every == 0 and self.done_iterations < iterations:
-                self._checkpoint(row)
+                self._checkpoint()
         if cuda:
             torch.cuda.synchronize(self.device)
         self._finalize_pending()
@@ -482,7 +483,7 @@ class Runner:
         self._window, self._window_terms = [], []
 
     # ------------------------------------------------------------------ checkpoints
-    def _checkpoint(self, row: dict[str, Any] | None = None) -> Path:
+    def _checkpoint(self) -> Path:
         assert self.learner is not None
         t = time.perf_counter()
         if self.device.type == "cuda":
@@ -503,9 +504,9 @@ class Runner:
                 "config": self.composed,
             },
         )
-        if row is not None:
-            row["checkpoint_ms"] = (time.perf_counter() - t) * 1e3
-        self.last_checkpoint = str(path)
+        self.checkpoints.append(
+            {"iteration": self.done_iterations, "path": str(path), "s": time.perf_counter() - t}
+        )
         self._write_summary()
         return path
 
@@ -590,7 +591,8 @@ class Runner:
             "first_learning_iteration": learning[0]["iteration"] if learning else None,
             "resumed_from": self.resumed_from,
             "resume_iteration": self.start_iteration if self.resumed_from else None,
-            "last_checkpoint": getattr(self, "last_checkpoint", None),
+            "last_checkpoint": self.checkpoints[-1]["path"] if self.checkpoints else None,
+            "checkpoints": self.checkpoints,
             "num_samples": len(rows),
             "num_samples_all": len(self.rows_all),
             "skip_first": c.run.skip_first,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -175,3 +176,29 @@ def test_plain_progress_lines(tiny_run):
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "env-steps/s" in ln]
     assert len(lines) == 6  # every log_every=5 iterations of 30
     assert "iter 30/30" in lines[-1]
+
+
+def test_smoke_preset_sweep_with_the_real_g1_env(tmp_path):
+    """The README's `python -m flashsac_bench -m +experiment=smoke update=u2,u8`, real MuJoCo."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "FLASHSAC_BENCH_ENV_FACTORY"}
+    sweep = tmp_path / "sweep"
+    start = time.perf_counter()
+    proc = run_cli(
+        ["-m", "+experiment=smoke", "update=u2,u8", f"hydra.sweep.dir={sweep}"],
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert elapsed < 240  # each smoke run is meant to take well under 2 minutes here
+    for run in ("0_u2_eager", "1_u8_eager"):
+        s = read_summary(sweep / run)
+        assert s["complete"] and s["iterations_done"] == 100 and s["num_samples"] == 80
+        assert s["training_config"]["obs_dim"] == 98 and s["training_config"]["num_envs"] == 16
+        assert all(math.isfinite(r["critic_loss"]) for r in s["rows"])
+        assert any(r["episodes_done"] for r in s["rows_all"])  # real episodes ended
+    for name in ("comparison.csv", "comparison.md", "comparison.png"):
+        assert (sweep / name).is_file()
