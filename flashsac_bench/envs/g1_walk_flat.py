@@ -34,10 +34,11 @@ After such a step the scale is multiplied by (1 - 0.001) when the mean is below 
 (1 + 0.001) above 750, clipped to [0.0625, 0.125] (start 0.0625); it applies from the next step.
 
 Episode end. terminated: torso tilt > 65 deg, pelvis height < 0.3 m, or a non-finite state (our
-addition, so a blown-up sim restarts instead of propagating NaN). truncated: the 1000th step of
-an episode that did not terminate on it; terminated wins, the two are never both set. Finished
-envs are reset in the same step: `final_obs` carries their true last observation, `obs` the first
-of the new episode.
+addition: MuJoCo's own autoreset to qpos0 is disabled; the rows of a blown-up env are zeroed and
+it restarts, so no NaN reaches the learner).
+truncated: the 1000th step of an episode that did not terminate on it; terminated wins, the two
+are never both set. Finished envs are reset in the same step: `final_obs` carries their true last
+observation, `obs` the first of the new episode.
 
 Reset: the `stand` keyframe, xy + U(+-0.5) m, yaw U(+-pi), all six root velocities U(+-0.5), one
 kp and one kd multiplier U(0.9, 1.1) per env; commands vx, vy, wz uniform in their ranges, the
@@ -62,6 +63,7 @@ import math
 from dataclasses import fields
 from typing import Any
 
+import mujoco
 import numpy as np
 
 from flashsac_bench.config.backend import BackendConfig
@@ -104,6 +106,9 @@ class G1WalkFlat:
         self.max_episode_steps = task_cfg.max_episode_steps
         model = task_spec(task_cfg.model_file).compile()
         model.opt.timestep = task_cfg.sim_dt
+        # A diverging sim must surface as a non-finite state that ends the episode, not be
+        # silently put back at qpos0 by MuJoCo in the middle of one.
+        model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
         self.model = model
         self.layout = G1Layout.from_model(model)
         self.physics = BatchedMujoco(model, num_envs, backend_cfg.resolved_num_threads(num_envs))
@@ -184,6 +189,10 @@ class G1WalkFlat:
         self._observe(s, slice(None), out.final_obs, out.final_critic_obs)
         self._rewards(s)
         terminated = self._terminated(s)
+        broken = ~np.isfinite(out.final_critic_obs).all(axis=1) | ~np.isfinite(out.reward)
+        if broken.any():  # never hand NaN to the learner: zero the rows, end the episode
+            self._zero_rows(broken)
+            terminated |= broken
         truncated = (self._episode_step >= self.max_episode_steps) & ~terminated
         out.terminated[:] = terminated
         out.truncated[:] = truncated
@@ -340,6 +349,11 @@ class G1WalkFlat:
         return (
             (s["up"][:, 2] < self._min_up_z) | (height < self.cfg.termination_min_height) | ~finite
         )
+
+    def _zero_rows(self, rows: np.ndarray) -> None:
+        out = self._out
+        for arr in (out.final_obs, out.final_critic_obs, out.reward, *out.reward_terms.values()):
+            arr[rows] = 0.0
 
     def _update_curriculum(self, lengths: np.ndarray) -> None:
         cur = self.cfg.curriculum

@@ -436,3 +436,15 @@ def test_external_reference_model_gives_the_same_env(shared_reference: Path) -> 
     builtin = _rollout(_env(n=2, seed=8), actions)
     external = _rollout(_env(n=2, seed=8, model_file=scene), actions)
     _assert_same(builtin, external)
+
+
+def test_a_diverged_env_terminates_with_zeroed_rows_and_restarts() -> None:
+    env = _env(n=2)
+    _place(env, 0, qvel=np.full(35, np.nan))
+    step = env.step(np.zeros((2, 29), np.float32))
+    np.testing.assert_array_equal(step.terminated, [True, False])
+    np.testing.assert_array_equal(step.final_obs[0], 0.0)
+    np.testing.assert_array_equal(step.final_critic_obs[0], 0.0)
+    assert step.reward[0] == 0.0 and all(v[0] == 0.0 for v in step.reward_terms.values())
+    assert np.isfinite(step.obs).all() and np.isfinite(step.final_obs[1]).all()
+    np.testing.assert_allclose(step.obs[0, GRAVITY], [0, 0, -1], atol=1e-6)  # restarted upright
