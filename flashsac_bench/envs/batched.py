@@ -2,8 +2,10 @@
 
 MuJoCo's Python bindings release the GIL inside `mj_step`, so a handful of Python threads that
 each take the next env index and call `mj_step(m, d, nsub)` run the physics in parallel; the
-only GIL-held work per env is a ctrl write and three row copies. This beat `mujoco.rollout`
-once the post-step sensor refresh is counted (docs/benchmarks.md, "Environment stepping").
+only GIL-held work per env is a ctrl write and three row copies. Raw physics throughput equals
+`mujoco.rollout`'s (docs/benchmarks.md, "Environment stepping"), and the pool also keeps every
+env's solver warm start across control steps and does the sensor refresh in the same parallel
+pass, neither of which rollout offers.
 
 Each env owns its MjModel copy because the task randomizes kp/kd per env at reset. After the
 substeps the position and velocity stages are recomputed (`refresh`), because `mj_step`

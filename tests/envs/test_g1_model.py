@@ -62,6 +62,7 @@ def test_builtin_model_structure(ours: mujoco.MjModel) -> None:
         ours.site(site)  # raises KeyError when missing
 
 
+@pytest.mark.shared
 def test_builtin_matches_reference_figures(ours: mujoco.MjModel, reference: mujoco.MjModel) -> None:
     assert _names(ours, mujoco.mjtObj.mjOBJ_BODY, ours.nbody) == _names(
         reference, mujoco.mjtObj.mjOBJ_BODY, reference.nbody
@@ -93,6 +94,7 @@ def test_builtin_matches_reference_figures(ours: mujoco.MjModel, reference: mujo
     assert ours.nexclude == reference.nexclude == 4
 
 
+@pytest.mark.shared
 @pytest.mark.parametrize("actuated", [True, False], ids=["servos_hold_stand", "passive"])
 def test_dynamics_match_reference(
     ours: mujoco.MjModel, reference: mujoco.MjModel, actuated: bool
@@ -181,6 +183,7 @@ def test_external_model_without_task_sites_is_refused(tmp_path: Path) -> None:
         task_spec(str(path))
 
 
+@pytest.mark.shared
 def test_reference_scene_loads_as_task_model(shared_reference: Path) -> None:
     scene = shared_reference / "g1_unilab" / "scene_flat.xml"
     model = task_spec(str(scene)).compile()

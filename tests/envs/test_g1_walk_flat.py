@@ -430,6 +430,7 @@ def test_metrics_report_curriculum_episodes_and_mean_rewards() -> None:
     assert set(m) >= {f"reward/{k}" for k in REWARD_TERMS} | {"reward/total"}
 
 
+@pytest.mark.shared
 def test_external_reference_model_gives_the_same_env(shared_reference: Path) -> None:
     scene = str(shared_reference / "g1_unilab" / "scene_flat.xml")
     actions = _actions(2, 12)
