@@ -210,6 +210,7 @@ class Runner:
         factory = resolve_env_factory(self.env_factory)
         self.env = factory(c.task, c.backend, c.run.num_envs, c.run.seed)
         self.startup["env_build_s"] = time.perf_counter() - t
+        self._warn_oversubscription()
         env = self.env
         dims = Dims(env.obs_dim, env.critic_obs_dim, env.action_dim)
 
@@ -276,6 +277,22 @@ class Runner:
             self.startup["cold_start_s"],
             self.run_dir,
         )
+
+    def _warn_oversubscription(self) -> None:
+        if self.device.type != "cpu":
+            return
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        learner = torch.get_num_threads()
+        env = self.training_config["backend_threads"]
+        if cores and learner + env > cores:
+            log.warning(
+                "learner threads (%d) + env threads (%d) exceed the %d cores this process may "
+                "use; OpenMP spin-waits then slow update cycles many-fold while the collector "
+                "runs. Set hardware.torch_threads and backend.num_threads to split the cores.",
+                learner,
+                env,
+                cores,
+            )
 
     def _prime_eager(self) -> None:
         """One untimed cycle, then the state restored: the eager path's first-call costs (CPU:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 
-@pytest.fixture
-def fake_factory():
-    import runner_fakes
-
-    return runner_fakes.make_env
+@pytest.fixture(autouse=True)
+def _restore_torch_globals():
+    """In-process runs apply hardware settings process-wide; give later tests torch's own."""
+    threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
+    yield
+    torch.set_num_threads(threads)
+    torch.set_float32_matmul_precision(precision)

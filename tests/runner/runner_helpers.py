@@ -26,13 +26,17 @@ def tiny_config(
     replay_buffer_n: int = 16,
     learning_starts: int = 4,
     update: str = "u2",
+    path: str = "eager",
+    hardware: dict[str, Any] | None = None,
     **run: Any,
 ) -> Config:
     ups = {"u2": 2, "u8": 8}[update]
+    cpu = {"name": "cpu", "device": "cpu", "dtype": "float32", "torch_threads": 1}
     return to_config(
         {
             "update": {"name": update, "updates_per_step": ups, "policy_frequency": 2},
-            "hardware": {"name": "cpu", "device": "cpu", "dtype": "float32", "torch_threads": 1},
+            "path": {"name": path},
+            "hardware": hardware or cpu,
             "learner": TINY_LEARNER,
             "replay": {
                 "batch_size": batch_size,

@@ -131,8 +131,10 @@ def test_resume_refuses_an_incompatible_run_before_building_an_env(fake_runs):
     assert s["complete"] is False and "num_envs" in s["incomplete_reason"]
 
 
-def test_resume_with_the_real_g1_env(tmp_path):
+def test_resume_with_the_real_g1_env(tmp_path, monkeypatch):
     from flashsac_bench.envs import make_env
+
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes MUJOCO_LOG.TXT into the cwd on warnings
 
     common = dict(num_envs=4, batch_size=16, replay_buffer_n=8, learning_starts=4)
     n = 6  # learning starts at iteration 4
