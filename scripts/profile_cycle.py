@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from flashsac_bench.harness.learner_bench import time_calls
 from flashsac_bench.harness.synthetic import Setup, build_learner
 
 
@@ -25,8 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="bfloat16")
     ap.add_argument("--cycles", type=int, default=10)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--output", type=Path, default=None)
     args = ap.parse_args(argv)
+    options = {}
+    for item in args.inductor_option:
+        key, value = item.split("=", 1)
+        options[key] = json.loads(value)
     torch.set_float32_matmul_precision("high")
     setup = Setup(
         batch_size=args.batch_size,
@@ -35,11 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         dtype=args.dtype,
         device="cuda",
     )
-    learner = build_learner(setup, args.path)
+    learner = build_learner(setup, args.path, inductor_options=options)
     learner.warmup()
-    for _ in range(5):
-        learner.update()
-    torch.cuda.synchronize()
+    wall = time_calls(learner.update, learner.device, 50, 5)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(args.cycles):
             learner.update()
@@ -55,9 +60,16 @@ def main(argv: list[str] | None = None) -> int:
         per_name[evt.name][0] += 1
         per_name[evt.name][1] += dur
     n = args.cycles
-    top = sorted(per_name.items(), key=lambda kv: -kv[1][1])[: args.top]
+    ranked = sorted(per_name.items(), key=lambda kv: -kv[1][1])
+    top = ranked[: args.top]
     report = {
-        "setup": {"batch_size": args.batch_size, "updates": args.updates, "path": args.path},
+        "setup": {
+            "batch_size": args.batch_size,
+            "updates": args.updates,
+            "path": args.path,
+            "inductor_options": options,
+        },
+        "wall_median_ms": statistics.median(wall),
         "kernels_per_cycle": kernels / n,
         "gpu_ms_per_cycle": gpu_us / n / 1e3,
         "us_per_kernel": gpu_us / max(kernels, 1),
@@ -65,12 +77,17 @@ def main(argv: list[str] | None = None) -> int:
             {"name": k[:120], "launches_per_cycle": v[0] / n, "us_per_cycle": v[1] / n}
             for k, v in top
         ],
+        "all_kernels": [
+            {"name": k[:200], "launches_per_cycle": v[0] / n, "us_per_cycle": v[1] / n}
+            for k, v in ranked
+        ],
     }
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(
-        f"B={args.batch_size} u{args.updates} {args.path}: {report['kernels_per_cycle']:.0f} "
+        f"B={args.batch_size} u{args.updates} {args.path} {options}: "
+        f"wall {report['wall_median_ms']:.3f} ms, {report['kernels_per_cycle']:.0f} "
         f"kernels/cycle, {report['gpu_ms_per_cycle']:.3f} GPU ms/cycle, "
         f"{report['us_per_kernel']:.2f} us/kernel"
     )

@@ -50,18 +50,17 @@ def main(argv: list[str] | None = None) -> int:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(summary, indent=2))
     print(
-        f"{'updates':>7} {'pair':>20} {'params':>10} {'buffers':>10} {'adam':>10} "
-        f"{'metric rel':>10} {'tol':>8}  ok"
+        f"{'updates':>7} {'pair':>20} {'params':>9} {'buffers':>9} {'adam':>9} {'metrics':>9} "
+        f"{'tol':>7}  ok   (lockstep, worst ||diff|| / ||movement|| per cycle)"
     )
     for r in reports:
         u = r["setup"]["updates_per_step"]
         for pair in r["pairs"]:
-            m = pair["max_abs"]
+            w = pair["lockstep_worst_rel"]
             print(
-                f"{u:>7} {' vs '.join(pair['pair']):>20} {m['parameters']:10.2e} "
-                f"{m['bn_buffers']:10.2e} {m['optimizer_state']:10.2e} "
-                f"{pair['metric_max_rel']:10.2e} {pair['tolerance']['state_abs']:8.0e}  "
-                f"{pair['ok']}"
+                f"{u:>7} {' vs '.join(pair['pair']):>20} {w['parameters']:9.2e} "
+                f"{w['bn_buffers']:9.2e} {w['optimizer_state']:9.2e} {w['metrics']:9.2e} "
+                f"{pair['tolerance']['state_rel']:7.0e}  {pair['ok']}"
             )
         failed = [c["check"] for c in r["checks"] if not c["ok"]]
         print(f"{u:>7} checks: {'all passed' if not failed else 'FAILED: ' + '; '.join(failed)}")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 
@@ -20,6 +21,8 @@ class PathConfig:
     inductor_cudagraphs: bool = False
     # cudagraph path: on a capture failure warn once and run the compile path instead.
     fallback_to_compile: bool = True
+    # Extra torch._inductor options for both compiled paths, e.g. {combo_kernels: true}.
+    inductor_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.name not in PATHS:

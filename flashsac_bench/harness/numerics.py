@@ -1,9 +1,13 @@
 """Do the fast paths compute the same numbers as eager? (scripts/validate_numerics.py)
 
-Every path starts from the same initial state and the same replay contents; the counter RNG
-makes them sample the same rows and noise (checked: the gathered batches must be bit-equal).
-After each iteration the metrics are compared; at the end every state tensor (parameters, BN
-buffers, Adam moments and steps, target, schedules) is compared pairwise against eager.
+Lockstep: before every iteration each fast path is loaded with eager's exact pre-iteration
+state, runs one update cycle, and is compared with eager's post-iteration state. So every
+iteration checks one cycle of arithmetic from identical inputs; rounding cannot compound along
+a chaotic training trajectory. The counter RNG makes every path gather the same rows and noise
+(checked bit for bit). Differences are measured relative to how far the cycle moved the tensor,
+||fast - eager|| / ||eager_after - before||, per group (parameters, BN buffers, Adam moments):
+a wrong gradient, a missed or doubled step gives O(1); rounding gives what the dtype implies.
+Afterwards the paths run freely for more iterations and their divergence is reported.
 """
 
 from __future__ import annotations
@@ -16,38 +20,64 @@ import torch
 from flashsac_bench.harness.synthetic import Setup, build_learner
 from flashsac_bench.learner.learner import FlashSACLearner
 
+GROUPS = {
+    "parameters": ("actor.params", "critic.params", "target.params", "temperature.log_temp"),
+    "bn_buffers": ("actor.buffers", "critic.buffers", "target.buffers"),
+    "optimizer_state": (
+        "actor.adam.exp_avg",
+        "actor.adam.exp_avg_sq",
+        "critic.adam.exp_avg",
+        "critic.adam.exp_avg_sq",
+        "temperature.adam.exp_avg",
+        "temperature.adam.exp_avg_sq",
+    ),
+}
+COUNTERS = (
+    "critic.adam.step",
+    "actor.adam.step",
+    "temperature.adam.step",
+    "critic.sched_step",
+    "actor.sched_step",
+)
+
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Max |a - b| allowed on state tensors, and max relative metric difference.
+    """Max relative-to-movement difference of one cycle, and of metrics.
 
-    fp32 (matmul precision "highest"): the paths differ only in reduction order / fusion, so
-    differences stay near fp32 rounding (1e-7 relative) amplified by up to 80 optimizer steps;
-    1e-4 absolute on unit-norm weights (entries ~1e-1) leaves a wide margin yet catches any real
-    divergence (a wrong sign or a missed step moves weights by >= lr = 3e-4 per step).
-    bf16 matmuls round operands to 8 mantissa bits (2^-9 ~ 2e-3 relative): a one-ulp different
-    rounding in one path propagates, so 5e-3 absolute / 2e-2 relative.
-    cudagraph vs compile replays the very same kernels: it must match to fp32 rounding at most.
+    fp32, matmul precision "highest": the paths differ in summation order / fusion only, which
+    measures ~1e-6 of the movement; but the update has discontinuities -- the argmin member
+    selection of the TD target (near-ties) and ReLU kinks -- where rounding can flip a sample's
+    branch, changing that sample's share (~1/B) of a gradient. Observed worst at B=32: 1e-3.
+    Bound: 5e-3. TF32 / bf16 matmuls round operands to 10 / 8 mantissa bits (5e-4 / 4e-3
+    relative) and flip branches far more often: 2e-2 / 5e-2 -- ten times looser than fp32.
+    compile vs cudagraph replay the same kernels on the same inputs: 1e-5.
     """
 
-    state_abs: float
+    state_rel: float
     metric_rel: float
 
     @staticmethod
     def for_pair(dtype: str, pair: tuple[str, str], precision: str) -> Tolerance:
         if set(pair) == {"compile", "cudagraph"}:
-            return Tolerance(1e-6, 1e-6)
+            return Tolerance(1e-5, 1e-5)
         if dtype == "float32" and precision == "highest":
-            return Tolerance(1e-4, 1e-4)
-        if dtype == "float32":  # TF32 matmuls (10-bit mantissa)
-            return Tolerance(2e-3, 1e-2)
-        return Tolerance(5e-3, 2e-2)
+            return Tolerance(5e-3, 1e-3)
+        if dtype == "float32":
+            return Tolerance(2e-2, 1e-2)
+        return Tolerance(5e-2, 2e-2)
 
 
-def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
-    if a.dtype == torch.bool or not a.is_floating_point():
-        return float((a.long() - b.long()).abs().max().item()) if a.numel() else 0.0
-    return float((a.double() - b.double()).abs().max().item()) if a.numel() else 0.0
+def _rel(a: torch.Tensor, b: torch.Tensor, before: torch.Tensor) -> float:
+    moved = (a.double() - before.double()).norm().item()
+    diff = (a.double() - b.double()).norm().item()
+    if diff == 0.0:
+        return 0.0
+    return diff / max(moved, 1e-12)
+
+
+def _group_rel(ta, tb, before) -> dict[str, float]:
+    return {g: max(_rel(ta[k], tb[k], before[k]) for k in keys) for g, keys in GROUPS.items()}
 
 
 def _metric_rel(a: dict[str, float], b: dict[str, float]) -> float:
@@ -66,79 +96,85 @@ def compare_paths(
     iterations: int,
     precision: str = "highest",
     compile_mode: str = "default",
+    free_iterations: int = 10,
 ) -> dict:
     torch.set_float32_matmul_precision(precision)
     learners: dict[str, FlashSACLearner] = {p: build_learner(setup, p, compile_mode) for p in paths}
     ref = learners[paths[0]]
     for learner in learners.values():
         learner.warmup()
-    metrics: dict[str, list[dict[str, float]]] = {p: [] for p in paths}
-    batches_equal = True
+    pairs = [(a, b) for i, a in enumerate(paths) for b in paths[i + 1 :]]
+    worst = {pair: {g: 0.0 for g in GROUPS} | {"metrics": 0.0} for pair in pairs}
+    batches_equal, counters_equal, finite = True, True, True
     for _ in range(iterations):
+        before = ref.state.snapshot()
+        after: dict[str, dict[str, torch.Tensor]] = {}
+        metrics: dict[str, dict[str, float]] = {}
         for p, learner in learners.items():
-            learner.update()
-            metrics[p].append(learner.read_metrics())
             if learner is not ref:
-                batches_equal &= torch.equal(learner.buffers.batch, ref.buffers.batch)
-    report: dict = {"setup": asdict(setup), "iterations": iterations, "precision": precision}
-    report["setup"]["dims"] = list(asdict(setup.dims).values())
-    report["batches_bit_equal"] = bool(batches_equal)
-    report["final_metrics"] = {p: metrics[p][-1] for p in paths}
-    report["steps"] = {
-        p: {
-            "critic_adam": learners[p].state.critic_adam.step.item(),
-            "actor_adam": learners[p].state.actor_adam.step.item(),
-            "temperature_adam": learners[p].state.temp_adam.step.item(),
-            "critic_sched": learners[p].state.critic_sched_step.item(),
-            "actor_sched": learners[p].state.actor_sched_step.item(),
-        }
-        for p in paths
+                learner.state.restore(before)
+            learner.update()
+            after[p] = learner.state.snapshot()
+            metrics[p] = learner.read_metrics()
+            finite &= all(math.isfinite(v) for v in metrics[p].values())
+            batches_equal &= torch.equal(learner.buffers.batch, ref.buffers.batch)
+            counters_equal &= all(torch.equal(after[p][k], after[paths[0]][k]) for k in COUNTERS)
+        for a, b in pairs:
+            rel = _group_rel(after[a], after[b], before)
+            rel["metrics"] = _metric_rel(metrics[a], metrics[b])
+            worst[(a, b)] = {k: max(worst[(a, b)][k], v) for k, v in rel.items()}
+    # Free running: no resync; how far do trajectories drift apart (information + loose check)?
+    start = ref.state.snapshot()
+    for learner in learners.values():
+        if learner is not ref:
+            learner.state.restore(start)
+    for _ in range(free_iterations):
+        for learner in learners.values():
+            learner.update()
+    free = {
+        f"{a} vs {b}": _group_rel(learners[a].state.tensors(), learners[b].state.tensors(), start)
+        for a, b in pairs
     }
-    n_critic, n_actor = ref.n_critic * iterations, ref.n_actor * iterations
-    expected_steps = {
-        "critic_adam": n_critic,
-        "actor_adam": n_actor,
-        "temperature_adam": n_actor,
-        "critic_sched": n_critic,
-        "actor_sched": n_actor,
-    }
-    checks: list[dict] = [
-        {"check": "same sampled batches", "ok": bool(batches_equal)},
-        {
-            "check": "optimizer and schedule step counts exact",
-            "ok": all(report["steps"][p] == expected_steps for p in paths),
-        },
-        {
-            "check": "metrics finite",
-            "ok": all(math.isfinite(v) for p in paths for m in metrics[p] for v in m.values()),
-        },
+    n_c, n_a = ref.n_critic, ref.n_actor
+    total = iterations + free_iterations
+    s = ref.state
+    steps_ok = (
+        s.critic_adam.step.item() == n_c * total
+        and s.actor_adam.step.item() == n_a * total
+        and s.temp_adam.step.item() == n_a * total
+        and s.critic_sched_step.item() == n_c * total
+        and s.actor_sched_step.item() == n_a * total
+    )
+    checks = [
+        {"check": "same sampled batches (bit-equal)", "ok": bool(batches_equal)},
+        {"check": "Adam / schedule step counters equal across paths", "ok": bool(counters_equal)},
+        {"check": "Adam / schedule step counts exact", "ok": bool(steps_ok)},
+        {"check": "metrics finite", "ok": bool(finite)},
     ]
-    pairs = []
-    for i, a in enumerate(paths):
-        for b in paths[i + 1 :]:
-            tol = Tolerance.for_pair(setup.dtype, (a, b), precision)
-            ta, tb = learners[a].state.tensors(), learners[b].state.tensors()
-            per_tensor = {k: _max_abs(ta[k], tb[k]) for k in ta if k != "metrics"}
-            groups = {
-                "parameters": max(per_tensor[k] for k in per_tensor if k.endswith("params")),
-                "bn_buffers": max(per_tensor[k] for k in per_tensor if k.endswith("buffers")),
-                "optimizer_state": max(per_tensor[k] for k in per_tensor if ".adam." in k),
-                "temperature": per_tensor["temperature.log_temp"],
+    pair_reports = []
+    for a, b in pairs:
+        tol = Tolerance.for_pair(setup.dtype, (a, b), precision)
+        w = worst[(a, b)]
+        state_worst = max(w[g] for g in GROUPS)
+        ok = state_worst <= tol.state_rel and w["metrics"] <= tol.metric_rel
+        pair_reports.append(
+            {
+                "pair": [a, b],
+                "lockstep_worst_rel": w,
+                "tolerance": asdict(tol),
+                "free_running_rel": free[f"{a} vs {b}"],
+                "ok": bool(ok),
             }
-            metric_rel = max(_metric_rel(x, y) for x, y in zip(metrics[a], metrics[b], strict=True))
-            ok = max(groups.values()) <= tol.state_abs and metric_rel <= tol.metric_rel
-            pairs.append(
-                {
-                    "pair": [a, b],
-                    "max_abs": groups,
-                    "metric_max_rel": metric_rel,
-                    "tolerance": asdict(tol),
-                    "per_tensor_max_abs": per_tensor,
-                    "ok": bool(ok),
-                }
-            )
-            checks.append({"check": f"{a} vs {b} within tolerance", "ok": bool(ok)})
-    report["pairs"] = pairs
-    report["checks"] = checks
-    report["ok"] = all(c["ok"] for c in checks)
-    return report
+        )
+        checks.append({"check": f"{a} vs {b} within tolerance (lockstep)", "ok": bool(ok)})
+    setup_dict = asdict(setup)
+    setup_dict["dims"] = list(asdict(setup.dims).values())
+    return {
+        "setup": setup_dict,
+        "lockstep_iterations": iterations,
+        "free_iterations": free_iterations,
+        "precision": precision,
+        "pairs": pair_reports,
+        "checks": checks,
+        "ok": all(c["ok"] for c in checks),
+    }

@@ -41,6 +41,7 @@ def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:
         slots[k].copy_(learner.metrics_tensor(), non_blocking=True)
         if k % spot_every == 0:
             spot[k] = learner.metrics_tensor().tolist()  # synchronous read of replay k
+    del rows  # the loop's last temporary is not part of the learner's footprint
     torch.cuda.synchronize(dev)
     elapsed = time.perf_counter() - start
     alloc1, reserved1 = torch.cuda.memory_allocated(dev), torch.cuda.memory_reserved(dev)

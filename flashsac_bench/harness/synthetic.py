@@ -35,7 +35,12 @@ class Setup:
         return self.capacity_batches * self.updates_per_step * self.batch_size
 
 
-def build_learner(setup: Setup, path: str, compile_mode: str = "default") -> FlashSACLearner:
+def build_learner(
+    setup: Setup,
+    path: str,
+    compile_mode: str = "default",
+    inductor_options: dict | None = None,
+) -> FlashSACLearner:
     cfg = LearnerConfig(**TINY) if setup.tiny else LearnerConfig()
     learner = FlashSACLearner(
         cfg,
@@ -48,7 +53,9 @@ def build_learner(setup: Setup, path: str, compile_mode: str = "default") -> Fla
         replay_capacity=setup.capacity,
         device=setup.device,
         dtype=setup.dtype,
-        path=PathConfig(name=path, compile_mode=compile_mode),
+        path=PathConfig(
+            name=path, compile_mode=compile_mode, inductor_options=dict(inductor_options or {})
+        ),
         seed=setup.seed,
     )
     fill_replay(learner, setup)

@@ -23,15 +23,11 @@ class AdamConfig:
 class AdamState:
     exp_avg: torch.Tensor
     exp_avg_sq: torch.Tensor
-    step: torch.Tensor  # float32 0-d: successful steps taken
+    step: torch.Tensor  # float32 0-d (a view into LearnerState.scalars): steps taken
 
     @classmethod
-    def zeros_like(cls, params: torch.Tensor) -> AdamState:
-        return cls(
-            torch.zeros_like(params),
-            torch.zeros_like(params),
-            torch.zeros((), dtype=torch.float32, device=params.device),
-        )
+    def zeros_like(cls, params: torch.Tensor, step: torch.Tensor) -> AdamState:
+        return cls(torch.zeros_like(params), torch.zeros_like(params), step)
 
     def tensors(self) -> dict[str, torch.Tensor]:
         return {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq, "step": self.step}

@@ -28,9 +28,15 @@ _MODE_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def compile_step(fn: Callable[..., None], mode: str, inductor_cudagraphs: bool) -> Any:
+def compile_step(
+    fn: Callable[..., Any],
+    mode: str,
+    inductor_cudagraphs: bool,
+    extra_options: dict[str, Any] | None = None,
+) -> Any:
     """torch.compile one whole update (forward, backward, Adam, projection, Polyak)."""
     options = dict(_MODE_OPTIONS[mode])
+    options.update(extra_options or {})
     options["triton.cudagraphs"] = inductor_cudagraphs
     # fullgraph: a graph break would silently split the update into eager pieces.
     return torch.compile(fn, fullgraph=True, dynamic=False, options=options)
@@ -60,8 +66,20 @@ class CompileExecutor(EagerExecutor):
         super().__init__(learner)
         path = learner.path
         graphs = path.inductor_cudagraphs if inductor_cudagraphs is None else inductor_cudagraphs
-        self._critic = compile_step(learner.critic_step, path.compile_mode, graphs)
-        self._actor = compile_step(learner.actor_step, path.compile_mode, graphs)
+        extra = dict(path.inductor_options)
+        critic = compile_step(learner.critic_kernel, path.compile_mode, graphs, extra)
+        actor = compile_step(learner.actor_kernel, path.compile_mode, graphs, extra)
+        scalars = learner.state.scalars
+
+        # The compiled kernels return the next scalar-state vector; copy it back outside the
+        # compiled graph (see learner.state.SCALARS).
+        def critic_step(rows, eps, divisor, update_target: bool) -> None:
+            scalars.copy_(critic(rows, eps, divisor, update_target))
+
+        def actor_step(rows, eps) -> None:
+            scalars.copy_(actor(rows, eps))
+
+        self._critic, self._actor = critic_step, actor_step
         self._warm = False
 
     def steps(self) -> tuple[Callable[..., None], Callable[..., None]]:

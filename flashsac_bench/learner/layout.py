@@ -68,6 +68,21 @@ class Layout:
         self.entries[name] = Entry(name, tuple(shape), self.numel, kind, init)
         self.numel += math.prod(shape)
 
+    def grouped(self) -> Layout:
+        """The same entries re-packed so that projection segments of equal length are adjacent.
+
+        Then the projection of a whole network is one [rows, length] reduction per distinct
+        segment length (a handful) instead of one per layer.
+        """
+        order = sorted(
+            self.entries.values(),
+            key=lambda e: (e.kind == FREE, e.segment_length if e.kind != FREE else 0),
+        )
+        out = Layout()
+        for e in order:
+            out.add(e.name, e.shape, e.kind, e.init)
+        return out
+
     def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
         return {
             e.name: flat.narrow(0, e.offset, e.numel).view(e.shape) for e in self.entries.values()

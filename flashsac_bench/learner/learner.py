@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import torch
@@ -20,6 +19,7 @@ from flashsac_bench.learner.networks import (
     actor_layouts,
     actor_mean_log_std,
     critic_layouts,
+    param_views,
     temperature_layout,
 )
 from flashsac_bench.learner.projection import Projector
@@ -27,7 +27,7 @@ from flashsac_bench.learner.replay import ReplayRing, RowLayout
 from flashsac_bench.learner.reward_normalizer import RewardNormalizer
 from flashsac_bench.learner.rng import CounterRNG
 from flashsac_bench.learner.schedule import LRSchedule
-from flashsac_bench.learner.state import METRICS, LearnerState, M
+from flashsac_bench.learner.state import METRICS, METRICS_OFFSET, NUM_SCALARS, LearnerState, M, S
 from flashsac_bench.learner.updates import UpdateStatics, actor_update, critic_update
 
 STATE_FORMAT = 1
@@ -142,35 +142,54 @@ class FlashSACLearner:
             mm_dtype=_DTYPES[self.dtype],
         )
         rng = CounterRNG(seed, dev)
-        zero = partial(torch.zeros, (), dtype=torch.float32, device=dev)
+        scalars = torch.zeros(NUM_SCALARS, dtype=torch.float32, device=dev)
+        scalars[S["temperature.log_temp"]] = flats["log_temp"][0]
+
+        def slot(name: str, n: int = 0) -> torch.Tensor:
+            i = S[name]
+            return scalars[i : i + 1] if n else scalars[i]
+
         state = LearnerState(
             actor_params=flats["actor_params"],
             actor_buffers=flats["actor_buffers"],
-            actor_adam=AdamState.zeros_like(flats["actor_params"]),
+            actor_adam=AdamState.zeros_like(flats["actor_params"], slot("actor.adam.step")),
             critic_params=flats["critic_params"],
             critic_buffers=flats["critic_buffers"],
-            critic_adam=AdamState.zeros_like(flats["critic_params"]),
+            critic_adam=AdamState.zeros_like(flats["critic_params"], slot("critic.adam.step")),
             target_params=flats["critic_params"].clone(),
             target_buffers=flats["critic_buffers"].clone(),
-            log_temp=flats["log_temp"],
-            temp_adam=AdamState.zeros_like(flats["log_temp"]),
-            critic_sched_step=zero(),
-            actor_sched_step=zero(),
+            log_temp=slot("temperature.log_temp", 1),
+            temp_adam=AdamState(
+                slot("temperature.adam.exp_avg", 1),
+                slot("temperature.adam.exp_avg_sq", 1),
+                slot("temperature.adam.step"),
+            ),
+            critic_sched_step=slot("critic.sched_step"),
+            actor_sched_step=slot("actor.sched_step"),
             reward_normalizer=RewardNormalizer(
                 self.num_envs, cfg.gamma, cfg.reward_g_max, cfg.normalize_reward, dev
             ),
             rng=rng,
             explore=ZetaNoise(self.num_envs, dims.action, cfg.zeta_mu, cfg.zeta_max, rng),
-            metrics=torch.zeros(len(METRICS), dtype=torch.float32, device=dev),
+            metrics=scalars[METRICS_OFFSET:],
+            scalars=scalars,
         )
         return statics, state
 
     # ------------------------------------------------------------------ the update
+    # *_kernel: the compile targets (return the next scalar-state vector);
+    # *_step: what a cycle calls (kernel, then one copy of that vector into the state).
+    def critic_kernel(self, rows, eps_next, divisor, update_target: bool) -> torch.Tensor:
+        return critic_update(self.statics, self.state, rows, eps_next, divisor, update_target)
+
+    def actor_kernel(self, rows, eps) -> torch.Tensor:
+        return actor_update(self.statics, self.state, rows, eps)
+
     def critic_step(self, rows, eps_next, divisor, update_target: bool) -> None:
-        critic_update(self.statics, self.state, rows, eps_next, divisor, update_target)
+        self.state.scalars.copy_(self.critic_kernel(rows, eps_next, divisor, update_target))
 
     def actor_step(self, rows, eps) -> None:
-        actor_update(self.statics, self.state, rows, eps)
+        self.state.scalars.copy_(self.actor_kernel(rows, eps))
 
     def cycle(self, critic_step, actor_step) -> None:
         """The one update-cycle definition (see learner.cycle.run_cycle)."""
@@ -206,7 +225,7 @@ class FlashSACLearner:
     def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         st, s = self.statics, self.state
         mean, log_std, _ = actor_mean_log_std(
-            st.actor_params.views(s.actor_params),
+            param_views(st.actor_params, s.actor_params, st.mm_dtype),
             st.actor_buffers.views(s.actor_buffers),
             obs,
             st.actor_spec,

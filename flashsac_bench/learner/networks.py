@@ -77,11 +77,19 @@ def actor_layouts(obs_dim: int, action_dim: int, hidden: int, blocks: int, expan
     spec = NetSpec(obs_dim, hidden, blocks, expansion)
     params, buffers = Layout(), Layout()
     _trunk_layout(spec, params, buffers)
-    params.add("head.mean_w", (action_dim, hidden), ROWS, orthogonal_init)
-    params.add("head.mean_b", (action_dim,), FREE)
-    params.add("head.std_w", (action_dim, hidden), ROWS, orthogonal_init)
-    params.add("head.std_b", (action_dim,), FREE)
-    return spec, params, buffers
+    # Mean and log-std heads as ONE [2A, h] matmul (rows 0..A-1: mean, A..2A-1: log-std);
+    # row-wise projection and orthogonal init per head are unchanged by stacking.
+    params.add("head.w", (2 * action_dim, hidden), ROWS, _two_head_init(action_dim))
+    params.add("head.b", (2 * action_dim,), FREE)
+    return spec, params.grouped(), buffers
+
+
+def _two_head_init(action_dim: int):
+    def init(view: torch.Tensor, generator: torch.Generator) -> None:
+        orthogonal_init(view[:action_dim], generator)
+        orthogonal_init(view[action_dim:], generator)
+
+    return init
 
 
 def critic_layouts(in_dim: int, hidden: int, blocks: int, expansion: int, atoms: int):
@@ -90,13 +98,28 @@ def critic_layouts(in_dim: int, hidden: int, blocks: int, expansion: int, atoms:
     _trunk_layout(spec, params, buffers)
     params.add("head.w", (2, atoms, hidden), ROWS, orthogonal_init)
     params.add("head.b", (2, atoms), FREE)
-    return spec, params, buffers
+    return spec, params.grouped(), buffers
 
 
 def temperature_layout(initial: float) -> Layout:
     layout = Layout()
     layout.add("log_temp", (1,), FREE, constant_init(math.log(initial)))
     return layout
+
+
+def param_views(
+    layout: Layout, flat: torch.Tensor, mm_dtype: torch.dtype
+) -> dict[str, torch.Tensor]:
+    """Named parameter views; matmul weights come from ONE cast of the whole vector.
+
+    Casting once per network and update (instead of once per layer) is the same arithmetic as
+    autocast's per-weight casts, in one kernel instead of one per layer.
+    """
+    full = layout.views(flat)
+    if mm_dtype == flat.dtype:
+        return full
+    low = layout.views(flat.to(mm_dtype))
+    return {k: (low[k] if layout.entries[k].kind == ROWS else v) for k, v in full.items()}
 
 
 def batch_norm(
@@ -145,17 +168,13 @@ def trunk(
     """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h]."""
     new_b: dict[str, torch.Tensor] = {}
     if spec.members:
-        # Every member sees the same input, so its BN statistics are those of member 0 for all
-        # (identical to computing them per member); only the affine differs per member.
-        x_hat, m, v = batch_norm(x, b["embed.bn.mean"][0], b["embed.bn.var"][0], training, norm)
-        h = bn_affine(x_hat.unsqueeze(0), p["embed.bn"])
-        new_b["embed.bn.mean"] = m.unsqueeze(0).expand(spec.members, -1)
-        new_b["embed.bn.var"] = v.unsqueeze(0).expand(spec.members, -1)
-    else:
-        x_hat, new_b["embed.bn.mean"], new_b["embed.bn.var"] = batch_norm(
-            x, b["embed.bn.mean"], b["embed.bn.var"], training, norm
-        )
-        h = bn_affine(x_hat, p["embed.bn"])
+        # Every member sees the same input; its statistics are computed per member anyway, so
+        # that each running-stat element is written from its own old value only.
+        x = x.unsqueeze(0).expand(spec.members, *x.shape)
+    x_hat, new_b["embed.bn.mean"], new_b["embed.bn.var"] = batch_norm(
+        x, b["embed.bn.mean"], b["embed.bn.var"], training, norm
+    )
+    h = bn_affine(x_hat, p["embed.bn"])
     h = _linear(h, p["embed.w"], mm_dtype)
     for i in range(spec.num_blocks):
         y = _linear(h, p[f"block{i}.w1"], mm_dtype)
@@ -181,8 +200,7 @@ def actor_mean_log_std(
     mm_dtype: torch.dtype,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     h, new_b = trunk(p, b, obs, spec, training, norm, mm_dtype)
-    mean = _linear(h, p["head.mean_w"], mm_dtype) + p["head.mean_b"]
-    raw = _linear(h, p["head.std_w"], mm_dtype) + p["head.std_b"]
+    mean, raw = (_linear(h, p["head.w"], mm_dtype) + p["head.b"]).chunk(2, dim=-1)
     # log_std squashed smoothly into [-10, 2] (not clamped).
     log_std = LOG_STD_MIN + (LOG_STD_MAX - LOG_STD_MIN) * 0.5 * (1.0 + torch.tanh(raw))
     return mean, log_std, new_b

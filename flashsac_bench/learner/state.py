@@ -31,6 +31,25 @@ METRICS = (
 )
 M = {name: i for i, name in enumerate(METRICS)}
 
+# Every 0-d / 1-element piece of state lives in ONE small vector (`LearnerState.scalars`).
+# Compiled update steps only READ it and return the next vector; the caller copies it back.
+# Why: Inductor may fuse the write of a broadcast-read scalar into a multi-block kernel, and
+# blocks that run later then read the already-updated value (seen on the H200: step counters
+# advanced ~5x per update). Keeping these writes out of compiled graphs rules that out.
+SCALARS = (
+    "critic.adam.step",
+    "actor.adam.step",
+    "temperature.adam.step",
+    "critic.sched_step",
+    "actor.sched_step",
+    "temperature.log_temp",
+    "temperature.adam.exp_avg",
+    "temperature.adam.exp_avg_sq",
+)
+S = {name: i for i, name in enumerate(SCALARS)}
+METRICS_OFFSET = len(SCALARS)
+NUM_SCALARS = len(SCALARS) + len(METRICS)
+
 
 @dataclass
 class LearnerState:
@@ -45,12 +64,13 @@ class LearnerState:
     log_temp: torch.Tensor
     temp_adam: AdamState
     # Scheduler steps advance on every update (also skipped ones), Adam steps only on taken ones.
-    critic_sched_step: torch.Tensor
-    actor_sched_step: torch.Tensor
+    critic_sched_step: torch.Tensor  # view into scalars
+    actor_sched_step: torch.Tensor  # view into scalars
     reward_normalizer: RewardNormalizer
     rng: CounterRNG
     explore: ZetaNoise
-    metrics: torch.Tensor
+    metrics: torch.Tensor  # view of scalars[METRICS_OFFSET:]
+    scalars: torch.Tensor  # [NUM_SCALARS] float32; the fields above marked as views alias it
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """Every persistent tensor by a stable name (snapshots, checkpoints, comparisons)."""

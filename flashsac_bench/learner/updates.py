@@ -7,6 +7,10 @@ torch.func.grad_and_value w.r.t. ONE flat parameter vector; in the actor update 
 parameters are plain inputs, so no critic weight gradient is ever formed. Every write is gated
 by an on-device finite flag (loss and gradient), so a non-finite step leaves weights, buffers,
 optimizer state and target untouched -- without a host `if`.
+
+Large tensors are updated in place, each element from its own old value only. The small scalar
+state (step counters, temperature, metrics) is never written here: each update returns the
+next `scalars` vector and the caller copies it (see learner.state.SCALARS for why).
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from flashsac_bench.learner.networks import (
     NormConfig,
     actor_mean_log_std,
     critic_distribution,
+    param_views,
     tanh_normal_sample,
 )
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.learner.schedule import LRSchedule
-from flashsac_bench.learner.state import LearnerState, M
+from flashsac_bench.learner.state import METRICS_OFFSET, LearnerState, M, S
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,26 @@ def _gated_write(dst: torch.Tensor, new: torch.Tensor, ok: torch.Tensor) -> None
     dst.copy_(torch.where(ok, new, dst))
 
 
+class ScalarWriter:
+    """Collects the next values of scalar slots; `build` returns the whole next vector."""
+
+    def __init__(self, scalars: torch.Tensor) -> None:
+        self.parts = list(scalars.unbind())
+
+    def set(self, name: str, value: torch.Tensor) -> None:
+        self.parts[S[name]] = value.reshape(())
+
+    def add_metric(self, name: str, value: torch.Tensor) -> None:
+        i = METRICS_OFFSET + M[name]
+        self.parts[i] = self.parts[i] + value.reshape(())
+
+    def set_metric(self, name: str, value: torch.Tensor) -> None:
+        self.parts[METRICS_OFFSET + M[name]] = value.reshape(())
+
+    def build(self) -> torch.Tensor:
+        return torch.stack(self.parts)
+
+
 def _gated_adam(
     params: torch.Tensor,
     grad: torch.Tensor,
@@ -77,17 +102,15 @@ def _gated_adam(
     lr: torch.Tensor,
     ok: torch.Tensor,
     st: UpdateStatics,
-    projector: Projector | None,
-) -> torch.Tensor:
-    """Adam step (+ projection) written only where ok; returns the candidate new params."""
+    projector: Projector,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Adam step + projection written in place where ok; returns (new params, next step)."""
     new_params, exp_avg, exp_avg_sq, step = adam_candidate(params, grad, adam, lr, st.adam)
-    if projector is not None:
-        new_params = projector(new_params)
+    new_params = projector(new_params)
     _gated_write(params, new_params, ok)
     _gated_write(adam.exp_avg, exp_avg, ok)
     _gated_write(adam.exp_avg_sq, exp_avg_sq, ok)
-    _gated_write(adam.step, step, ok)
-    return new_params
+    return new_params, torch.where(ok, step, adam.step)
 
 
 def critic_update(
@@ -97,11 +120,11 @@ def critic_update(
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
     update_target: bool,
-) -> None:
+) -> torch.Tensor:
     """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s')."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
-    actor_p = st.actor_params.views(s.actor_params)
+    actor_p = param_views(st.actor_params, s.actor_params, st.mm_dtype)
     actor_b = st.actor_buffers.views(s.actor_buffers)
     with torch.no_grad():
         # Next actions from the actor with BN running statistics (eval mode).
@@ -114,7 +137,7 @@ def critic_update(
         critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
         actions_in = torch.cat([cols["actions"], next_actions])
         target_q, target_log_probs, target_new_b = critic_distribution(
-            st.critic_params.views(s.target_params),
+            param_views(st.critic_params, s.target_params, st.mm_dtype),
             st.critic_buffers.views(s.target_buffers),
             critic_in,
             actions_in,
@@ -138,7 +161,7 @@ def critic_update(
 
     def loss_fn(critic_params: torch.Tensor):
         q, log_probs, new_b = critic_distribution(
-            st.critic_params.views(critic_params),
+            param_views(st.critic_params, critic_params, st.mm_dtype),
             critic_b,
             critic_in,
             actions_in,
@@ -157,34 +180,39 @@ def critic_update(
     )
     ok = is_finite(loss, grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
-    new_params = _gated_adam(s.critic_params, grad, s.critic_adam, lr, ok, st, st.critic_projector)
+    new_params, step = _gated_adam(
+        s.critic_params, grad, s.critic_adam, lr, ok, st, st.critic_projector
+    )
     _gated_write(s.critic_buffers, pack(st.critic_buffers, new_b), ok)
     _gated_write(s.target_buffers, pack(st.critic_buffers, target_new_b), ok)
     if update_target:
         # Polyak on parameters only (BN running buffers are not averaged).
         _gated_write(s.target_params, torch.lerp(s.target_params, new_params, st.tau), ok)
-    s.critic_sched_step.add_(1.0)
-    okf = ok.to(torch.float32)
-    m = s.metrics
-    m[M["critic_loss"]] += torch.where(ok, loss.detach(), 0.0)
-    m[M["q_mean"]] += torch.where(ok, q_mean.detach(), 0.0)
-    m[M["critic_skipped"]] += 1.0 - okf
-    m[M["critic_lr"]] = lr
+    out = ScalarWriter(s.scalars)
+    out.set("critic.adam.step", step)
+    out.set("critic.sched_step", s.critic_sched_step + 1.0)
+    out.add_metric("critic_loss", torch.where(ok, loss.detach(), 0.0))
+    out.add_metric("q_mean", torch.where(ok, q_mean.detach(), 0.0))
+    out.add_metric("critic_skipped", 1.0 - ok.to(torch.float32))
+    out.set_metric("critic_lr", lr)
+    return out.build()
 
 
-def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor) -> None:
+def actor_update(
+    st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor
+) -> torch.Tensor:
     """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
-    critic_p = st.critic_params.views(s.critic_params)
+    critic_p = param_views(st.critic_params, s.critic_params, st.mm_dtype)
     critic_b = st.critic_buffers.views(s.critic_buffers)
     actor_b = st.actor_buffers.views(s.actor_buffers)
     alpha = torch.exp(s.log_temp).detach()
 
     def loss_fn(actor_params: torch.Tensor):
         mean, log_std, new_b = actor_mean_log_std(
-            st.actor_params.views(actor_params),
+            param_views(st.actor_params, actor_params, st.mm_dtype),
             actor_b,
             obs_in,
             st.actor_spec,
@@ -213,7 +241,7 @@ def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: to
     )
     ok = is_finite(loss, grad)
     lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
-    _gated_adam(s.actor_params, grad, s.actor_adam, lr, ok, st, st.actor_projector)
+    _, actor_step = _gated_adam(s.actor_params, grad, s.actor_adam, lr, ok, st, st.actor_projector)
     _gated_write(s.actor_buffers, pack(st.actor_buffers, new_b), ok)
 
     # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this step.
@@ -225,13 +253,22 @@ def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: to
     temp_grad, temp_loss = torch.func.grad_and_value(temp_loss_fn)(s.log_temp)
     # A skipped actor step skips its temperature step too: they are one update of the pair.
     temp_ok = is_finite(temp_loss, temp_grad) & ok
-    _gated_adam(s.log_temp, temp_grad, s.temp_adam, lr, temp_ok, st, None)
-    s.actor_sched_step.add_(1.0)
+    log_temp, temp_m, temp_v, temp_step = adam_candidate(
+        s.log_temp, temp_grad, s.temp_adam, lr, st.adam
+    )
+    log_temp = torch.where(temp_ok, log_temp, s.log_temp)
 
-    m = s.metrics
-    m[M["actor_loss"]] += torch.where(ok, loss.detach(), 0.0)
-    m[M["entropy"]] += torch.where(ok, entropy, 0.0)
-    m[M["temperature_loss"]] += torch.where(temp_ok, temp_loss.detach(), 0.0)
-    m[M["temperature"]] = torch.exp(s.log_temp).squeeze(0)
-    m[M["actor_skipped"]] += 1.0 - ok.to(torch.float32)
-    m[M["actor_lr"]] = lr
+    out = ScalarWriter(s.scalars)
+    out.set("actor.adam.step", actor_step)
+    out.set("actor.sched_step", s.actor_sched_step + 1.0)
+    out.set("temperature.log_temp", log_temp)
+    out.set("temperature.adam.exp_avg", torch.where(temp_ok, temp_m, s.temp_adam.exp_avg))
+    out.set("temperature.adam.exp_avg_sq", torch.where(temp_ok, temp_v, s.temp_adam.exp_avg_sq))
+    out.set("temperature.adam.step", torch.where(temp_ok, temp_step, s.temp_adam.step))
+    out.add_metric("actor_loss", torch.where(ok, loss.detach(), 0.0))
+    out.add_metric("entropy", torch.where(ok, entropy, 0.0))
+    out.add_metric("temperature_loss", torch.where(temp_ok, temp_loss.detach(), 0.0))
+    out.set_metric("temperature", torch.exp(log_temp))
+    out.add_metric("actor_skipped", 1.0 - ok.to(torch.float32))
+    out.set_metric("actor_lr", lr)
+    return out.build()

@@ -9,9 +9,9 @@ from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
-# Every dimension differs (obs 6, critic 7, act 3, in 10, hidden 12/48 and 20/80, atoms 11,
-# batch 8, joint batch 16), so a tensor's shape tells which layer or batch it belongs to.
-DIMS = Dims(obs=6, critic_obs=7, action=3)
+# Every dimension differs (obs 5, critic 7, act 3 (2 heads: 6), in 10, hidden 12/48 and 20/80,
+# atoms 11, batch 8, joint batch 16), so a tensor's shape tells which layer or batch it belongs to.
+DIMS = Dims(obs=5, critic_obs=7, action=3)
 BATCH = 8
 NUM_ENVS = 4
 

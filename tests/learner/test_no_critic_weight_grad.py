@@ -51,7 +51,7 @@ def test_eager_actor_step_has_no_critic_weight_grad_but_critic_step_has():
     rows, eps = _inputs(learner)
     actor_graph = make_fx(lambda r, e: learner.actor_step(r, e))(rows, eps).graph
     assert weight_grad_matmuls(actor_graph, critic_w) == []
-    assert len(weight_grad_matmuls(actor_graph, actor_w)) >= 7  # the actor's own dW are there
+    assert len(weight_grad_matmuls(actor_graph, actor_w)) >= 6  # embed, 2x2 block, heads
     divisor = torch.tensor(1.0)
     critic_graph = make_fx(lambda r, e: learner.critic_step(r, e, divisor, True))(rows, eps).graph
     # Control: the critic step does compute critic weight gradients (embed, 2x2 block, head).

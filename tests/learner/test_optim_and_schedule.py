@@ -15,7 +15,7 @@ def test_flat_adam_matches_torch_adam_over_several_steps():
     p0 = torch.randn(50, generator=g)
     ref = torch.nn.Parameter(p0.clone())
     opt = torch.optim.Adam([ref], lr=3e-4, betas=(0.9, 0.999), eps=1e-8)
-    ours, state = p0.clone(), AdamState.zeros_like(p0)
+    ours, state = p0.clone(), AdamState.zeros_like(p0, torch.zeros(()))
     for _ in range(10):
         grad = torch.randn(50, generator=g)
         ref.grad = grad.clone()

@@ -20,13 +20,14 @@ def _script():
 
 def test_eager_and_compile_agree_on_cpu(tmp_path):
     out = tmp_path / "numerics.json"
-    argv = ["--device", "cpu", "--paths", "eager,compile", "--tiny", "--batch-size", "32"]
+    argv = ["--device", "cpu", "--paths", "eager,compile", "--tiny", "--batch-size", "64"]
     rc = _script().main([*argv, "--num-envs", "16", "--iterations", "10", "--output", str(out)])
     report = json.loads(out.read_text())
     assert rc == 0 and report["ok"], report
     for r in report["reports"]:
-        assert r["batches_bit_equal"]
+        assert all(c["ok"] for c in r["checks"])  # same batches, exact step counts, ...
         (pair,) = r["pairs"]
         assert pair["pair"] == ["eager", "compile"]
-        # Compiled code really ran: it differs from eager in rounding, but only in rounding.
-        assert max(pair["max_abs"].values()) <= 1e-4
+        # fp32: one cycle of compiled arithmetic moves every tensor like eager does, to 5e-3 of
+        # the movement (the script's justified tolerance) -- and the comparison itself ran.
+        assert 0.0 <= max(pair["lockstep_worst_rel"].values()) <= 5e-3
