@@ -142,3 +142,25 @@ def test_compare_script_without_runs_fails_clearly(tmp_path):
         timeout=120,
     )
     assert proc.returncode == 1 and "no runs found" in proc.stdout
+
+
+def test_bench_h200_preset_and_slurm_launcher_compose():
+    from hydra import compose, initialize_config_module
+    from omegaconf import open_dict
+
+    from flashsac_bench.config import register_configs, to_config
+
+    register_configs()
+    overrides = ["+experiment=bench_h200", "path=cudagraph", "hydra/launcher=slurm_h200"]
+    with initialize_config_module("flashsac_bench.conf", version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher") and launcher.gpus_per_node == 1
+    assert cfg.hydra.callbacks.comparison._target_.endswith("ComparisonCallback")
+    with open_dict(cfg):
+        del cfg["hydra"]
+    c = to_config(cfg)
+    # UniLab's real-physics benchmark setting (optimization repo §5.3)
+    assert (c.run.num_envs, c.replay.batch_size, c.replay.replay_buffer_n) == (256, 256, 32)
+    assert (c.replay.learning_starts, c.run.iterations, c.run.summary_last) == (8, 1000, 500)
+    assert (c.hardware.name, c.path.name) == ("h200", "cudagraph")
