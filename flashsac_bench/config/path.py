@@ -21,7 +21,10 @@ class PathConfig:
     inductor_cudagraphs: bool = False
     # cudagraph path: on a capture failure warn once and run the compile path instead.
     fallback_to_compile: bool = True
-    # Extra torch._inductor options for both compiled paths, e.g. {combo_kernels: true}.
+    # CUDA only: Inductor's horizontal fusion of independent kernels into one launch. Measured
+    # on the H200 (B=256 u8 cudagraph cycle): 1874 -> 1382 kernels, 5.46 -> 4.71 ms.
+    combo_kernels: bool = True
+    # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -66,7 +66,8 @@ class CompileExecutor(EagerExecutor):
         super().__init__(learner)
         path = learner.path
         graphs = path.inductor_cudagraphs if inductor_cudagraphs is None else inductor_cudagraphs
-        extra = dict(path.inductor_options)
+        extra = {"combo_kernels": path.combo_kernels and learner.device.type == "cuda"}
+        extra.update(path.inductor_options)
         critic = compile_step(learner.critic_kernel, path.compile_mode, graphs, extra)
         actor = compile_step(learner.actor_kernel, path.compile_mode, graphs, extra)
         scalars = learner.state.scalars

@@ -8,3 +8,5 @@ export PYTHONUNBUFFERED=1
 export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+# Not pip-installed there: expose conf/ as the flashsac_bench.conf package, as the install does.
+[ -e flashsac_bench/conf ] || ln -s ../conf flashsac_bench/conf
