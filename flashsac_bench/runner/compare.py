@@ -160,7 +160,8 @@ def markdown_table(df: pd.DataFrame) -> str:
         ("cold_start_s", "cold start s", 1),
     ]
     head = "| " + " | ".join(title for _, title, _ in columns) + " |"
-    sep = "|" + "|".join("---" if d == 0 and c != "num_samples" else "---:" for c, _, d in columns)
+    text = {"run", "update", "path", "complete"}
+    sep = "|" + "|".join("---" if c in text else "---:" for c, _, _ in columns)
     lines = [head, sep + "|"]
     for _, r in df.iterrows():
         lines.append("| " + " | ".join(_fmt(r.get(c), d) for c, _, d in columns) + " |")
