@@ -8,7 +8,8 @@ One env-step = one control step (3 physics steps) of one env, including observat
 terminations and autoresets. Every configuration is warmed up, then timed `--repeats` times;
 the table shows the median and the best repeat. `--profile` splits the step time into MuJoCo's
 own mj_step, the post-step sensor refresh, the thread pool's Python overhead and the task's numpy
-math. `--compare-rollout` times the raw physics of the thread pool against `mujoco.rollout`.
+math. `--compare-rollout` times the raw physics of the thread pool against `mujoco.rollout`;
+`--mj-timers` reports MuJoCo's internal per-stage timers.
 """
 
 from __future__ import annotations
@@ -180,6 +181,33 @@ def profile(n: int, args: argparse.Namespace) -> dict[str, float]:
     return out
 
 
+def mj_timers(n: int, args: argparse.Namespace) -> dict[str, float]:
+    """MuJoCo's internal timers (microseconds per physics step, averaged over all envs) and the
+    mean contact / constraint-row counts during ordinary env steps."""
+    env = make_env(TaskConfig(), BackendConfig(num_threads=1), n, seed=0)
+    actions = _actions(args.actions, n, args.warmup + args.steps)
+    for a in actions[: args.warmup]:
+        env.step(a)
+    names = ("STEP", "POSITION", "POS_COLLISION", "POS_MAKE", "CONSTRAINT", "VELOCITY", "ADVANCE")
+    timers = [getattr(mujoco.mjtTimer, f"mjTIMER_{k}") for k in names]
+    for d in env.physics.datas:
+        for t in timers:
+            d.timer[t].duration = d.timer[t].number = 0
+    ncon = nefc = 0.0
+    for a in actions[args.warmup :]:
+        env.step(a)
+        ncon += np.mean([d.ncon for d in env.physics.datas])
+        nefc += np.mean([d.nefc for d in env.physics.datas])
+    out: dict[str, float] = {"num_envs": n}
+    for name, t in zip(names, timers, strict=True):
+        total = sum(d.timer[t].duration for d in env.physics.datas)
+        count = sum(d.timer[t].number for d in env.physics.datas)
+        out[f"{name.lower()}_us"] = 1e6 * total / max(count, 1)
+    out["ncon"], out["nefc"] = ncon / args.steps, nefc / args.steps
+    env.close()
+    return out
+
+
 def compare_rollout(n: int, threads: int, args: argparse.Namespace) -> dict[str, float]:
     """Raw physics, 3 substeps per control step: our thread pool vs mujoco.rollout."""
     from mujoco import rollout
@@ -239,6 +267,7 @@ def main() -> None:
     parser.add_argument("--actions", choices=["random", "zero"], default="random")
     parser.add_argument("--profile", action="store_true", help="step-time breakdown")
     parser.add_argument("--compare-rollout", action="store_true")
+    parser.add_argument("--mj-timers", action="store_true", help="MuJoCo's internal timers")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
         "--idle-probe",
@@ -283,6 +312,12 @@ def main() -> None:
                 c = measured(lambda n=n, t=t: compare_rollout(n, t, args), args)
                 result["rollout"].append(c)
                 print("physics " + "  ".join(f"{k}={v:.3g}" for k, v in c.items()))
+    if args.mj_timers:
+        result["mj_timers"] = []
+        for n in args.num_envs:
+            c = mj_timers(n, args)
+            result["mj_timers"].append(c)
+            print("mj_timers " + "  ".join(f"{k}={v:.3g}" for k, v in c.items()))
     info["loadavg_end"] = os.getloadavg()[0]
     info["parallel_speedup_end"] = parallel_speedup()
     print(
