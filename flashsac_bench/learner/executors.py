@@ -53,7 +53,14 @@ class EagerExecutor:
         return self.learner.critic_step, self.learner.actor_step
 
     def warmup(self) -> None:
-        pass
+        """One untimed cycle, then the state restored: first-call costs (library handles,
+        allocator growth, lazy init) land in the cold start, not in the first timed cycles."""
+        start = time.perf_counter()
+        snap = self.learner.state.snapshot()
+        self.learner.cycle(*self.steps())
+        _synchronize(self.learner.device)
+        self.learner.state.restore(snap)
+        self.cold_start_s = time.perf_counter() - start
 
     def run(self) -> None:
         self.learner.cycle(*self.steps())

@@ -233,9 +233,7 @@ class Runner:
 
         # Compile / capture before any timing; reported on its own as cold_start_s.
         t = time.perf_counter()
-        learner.warmup()
-        if c.path.name == "eager":
-            self._prime_eager()
+        learner.warmup()  # every path runs (and then undoes) one untimed cycle
         if cuda:
             torch.cuda.synchronize(self.device)
         self.startup["cold_start_s"] = time.perf_counter() - t
@@ -293,16 +291,6 @@ class Runner:
                 env,
                 cores,
             )
-
-    def _prime_eager(self) -> None:
-        """One untimed cycle, then the state restored: the eager path's first-call costs (CPU:
-        ~0.85 s for a tiny u2 cycle; CUDA: library handles, allocator growth) land in
-        cold_start_s like compile / capture do, instead of in the first timed iterations."""
-        learner = self.learner
-        assert learner is not None
-        snap = learner.state.snapshot()
-        learner.executor.run()  # the ring is empty: indices clamp to row 0, state is restored
-        learner.state.restore(snap)
 
     def _update_training_config(self, dims: Dims) -> None:
         learner = self.learner
