@@ -320,24 +320,26 @@ class G1WalkFlat:
             obs[:] = o
 
     def _rewards(self, s: dict[str, np.ndarray]) -> None:
-        cfg, out = self.cfg, self._out
+        cfg, out, gait = self.cfg, self._out, self.cfg.gait
         sigma = cfg.tracking_sigma
-        raw = (
-            R.tracking_lin_vel(self._command[:, :2], s["lin_vel"][:, :2], sigma),
-            R.tracking_ang_vel(self._command[:, 2], s["gyro"][:, 2], sigma),
-            R.ang_vel_xy(s["gyro"]),
-            R.orientation(s["gravity"]),
-            R.action_rate(self._action, self._last_action),
-            R.pose(s["joint_pos_rel"], self._pose_weights),
-            R.feet_ori(s["left_quat"], s["right_quat"]),
-            R.feet_phase(s["feet_z"], self._phase, cfg.gait.swing_height, cfg.gait.sigma),
-            np.ones(self.num_envs),
-        )
+        raw = {
+            "tracking_lin_vel": R.tracking_lin_vel(
+                self._command[:, :2], s["lin_vel"][:, :2], sigma
+            ),
+            "tracking_ang_vel": R.tracking_ang_vel(self._command[:, 2], s["gyro"][:, 2], sigma),
+            "penalty_ang_vel_xy": R.ang_vel_xy(s["gyro"]),
+            "penalty_orientation": R.orientation(s["gravity"]),
+            "penalty_action_rate": R.action_rate(self._action, self._last_action),
+            "pose": R.pose(s["joint_pos_rel"], self._pose_weights),
+            "penalty_feet_ori": R.feet_ori(s["left_quat"], s["right_quat"]),
+            "feet_phase": R.feet_phase(s["feet_z"], self._phase, gait.swing_height, gait.sigma),
+            "alive": np.ones(self.num_envs),
+        }
         scale = self._penalty_scale if cfg.curriculum.enabled else 1.0
         weights = np.where(self._is_penalty, self._weights * scale, self._weights)
         total = np.zeros(self.num_envs)
-        for name, w, r in zip(REWARD_TERMS, weights, raw, strict=True):
-            term = w * r
+        for name, w in zip(REWARD_TERMS, weights, strict=True):
+            term = w * raw[name]
             total += term
             out.reward_terms[name][:] = term
         out.reward[:] = total
