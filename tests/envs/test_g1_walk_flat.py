@@ -439,7 +439,10 @@ def test_external_reference_model_gives_the_same_env(shared_reference: Path) -> 
     _assert_same(builtin, external)
 
 
-def test_a_diverged_env_terminates_with_zeroed_rows_and_restarts() -> None:
+def test_a_diverged_env_terminates_with_zeroed_rows_and_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # MuJoCo logs the instability warning to ./MUJOCO_LOG.TXT
     env = _env(n=2)
     _place(env, 0, qvel=np.full(35, np.nan))
     step = env.step(np.zeros((2, 29), np.float32))
