@@ -133,19 +133,27 @@ def critic_update(
         )
         next_actions, next_log_prob = tanh_normal_sample(mean, log_std, eps_next)
         alpha = torch.exp(s.log_temp)
-        # CrossQ-style joint batch: (s, a) || (s', a') for both the target and online critic.
+        # CrossQ-style joint batch: (s, a) || (s', a') for both the target and online critic,
+        # each with BN batch statistics (training mode).
         critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
         actions_in = torch.cat([cols["actions"], next_actions])
-        target_q, target_log_probs, target_new_b = critic_distribution(
-            param_views(st.critic_params, s.target_params, st.mm_dtype),
-            st.critic_buffers.views(s.target_buffers),
-            critic_in,
-            actions_in,
-            st.support,
-            st.critic_spec,
-            True,
-            st.norm,
-            st.mm_dtype,
+
+        def critic_on_joint_batch(params: torch.Tensor, buffers: dict[str, torch.Tensor]):
+            p = param_views(st.critic_params, params, st.mm_dtype)
+            return critic_distribution(
+                p,
+                buffers,
+                critic_in,
+                actions_in,
+                st.support,
+                st.critic_spec,
+                True,
+                st.norm,
+                st.mm_dtype,
+            )
+
+        target_q, target_log_probs, target_new_b = critic_on_joint_batch(
+            s.target_params, st.critic_buffers.views(s.target_buffers)
         )
         next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
         target_probs = categorical_projection(
@@ -160,17 +168,7 @@ def critic_update(
     critic_b = st.critic_buffers.views(s.critic_buffers)
 
     def loss_fn(critic_params: torch.Tensor):
-        q, log_probs, new_b = critic_distribution(
-            param_views(st.critic_params, critic_params, st.mm_dtype),
-            critic_b,
-            critic_in,
-            actions_in,
-            st.support,
-            st.critic_spec,
-            True,
-            st.norm,
-            st.mm_dtype,
-        )
+        q, log_probs, new_b = critic_on_joint_batch(critic_params, critic_b)
         # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
         loss = cross_entropy(target_probs, log_probs[:, :batch])
         return loss, (new_b, q[:, :batch].mean())
