@@ -1,0 +1,313 @@
+"""The trained actor for deployment: tanh(mean) as a small module, saved as TorchScript / ONNX.
+
+    python -m flashsac_bench.export checkpoint=<run dir or .pt> [out_dir=DIR] [onnx=auto|true|false]
+
+writes `policy.torchscript.pt` (always), `policy.onnx` (when `onnx` and `onnxscript` are
+importable; `onnx=auto` skips it otherwise) and `policy.json` (inputs, outputs, joint order,
+default pose, action scale) into `<run dir>/export/`.
+
+`DeterministicActor` holds the actor's flat parameter and BatchNorm-statistics vectors and calls
+`learner.networks.actor_mean_log_std` with training=False (BN running statistics) -- the very
+function `FlashSACLearner.act_deterministic` uses, so the exported policy cannot drift from the
+trained one by a re-implementation. `load_trained_learner` (also used by
+`flashsac_bench.evaluate`) rebuilds a learner from a runner checkpoint (`runner/checkpoint.py`).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from flashsac_bench.config import Config, to_config
+from flashsac_bench.config.path import PathConfig
+from flashsac_bench.learner.layout import Layout
+from flashsac_bench.learner.learner import Dims, FlashSACLearner
+from flashsac_bench.learner.networks import NetSpec, NormConfig, actor_mean_log_std, param_views
+from flashsac_bench.runner.checkpoint import CHECKPOINT_FORMAT, resolve_resume_path
+
+EXPORT_FORMAT = 1
+TORCHSCRIPT_NAME = "policy.torchscript.pt"
+ONNX_NAME = "policy.onnx"
+META_NAME = "policy.json"
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+class DeterministicActor(torch.nn.Module):
+    """obs [B, obs_dim] float32 -> tanh(mean) [B, action_dim] in [-1, 1]."""
+
+    def __init__(
+        self,
+        spec: NetSpec,
+        param_layout: Layout,
+        buffer_layout: Layout,
+        norm: NormConfig,
+        params: torch.Tensor,
+        bn_stats: torch.Tensor,
+        mm_dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        self.spec, self.param_layout, self.buffer_layout = spec, param_layout, buffer_layout
+        self.norm, self.mm_dtype = norm, mm_dtype
+        # Buffers, not Parameters: saved with the module, never trained.
+        self.register_buffer("actor_params", params.detach().clone().float())
+        self.register_buffer("actor_bn_stats", bn_stats.detach().clone().float())
+
+    @classmethod
+    def from_learner(
+        cls, learner: FlashSACLearner, device: str | torch.device = "cpu"
+    ) -> DeterministicActor:
+        """A copy of the learner's current actor (same matmul dtype as the learner's acting)."""
+        st, s = learner.statics, learner.state
+        module = cls(
+            st.actor_spec,
+            st.actor_params,
+            st.actor_buffers,
+            st.norm,
+            s.actor_params,
+            s.actor_buffers,
+            st.mm_dtype,
+        )
+        return module.to(device).eval()
+
+    @property
+    def obs_dim(self) -> int:
+        return self.spec.in_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        mean, _, _ = actor_mean_log_std(
+            param_views(self.param_layout, self.actor_params, self.mm_dtype),
+            self.buffer_layout.views(self.actor_bn_stats),
+            obs,
+            self.spec,
+            False,
+            self.norm,
+            self.mm_dtype,
+        )
+        return torch.tanh(mean)
+
+
+# ---------------------------------------------------------------------------- checkpoints
+@dataclass
+class TrainedLearner:
+    checkpoint: Path
+    iteration: int
+    config: Config  # the training config, path / hardware replaced for acting (see below)
+    training_config: dict[str, Any]
+    learner: FlashSACLearner
+    payload: dict[str, Any]
+
+
+def read_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """A runner checkpoint (file, run dir or checkpoints dir), memory-mapped: the replay ring in
+    it (GBs for large runs) is not read unless touched."""
+    resolved = resolve_resume_path(path)
+    payload = torch.load(resolved, map_location="cpu", weights_only=False, mmap=True)
+    if payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{resolved}: unsupported checkpoint format {payload.get('format')!r}")
+    return resolved, payload
+
+
+def acting_config(payload: dict[str, Any], device: str = "cpu", dtype: str = "float32") -> Config:
+    """The checkpoint's composed config for acting: eager path (a cudagraph run's config is
+    invalid on a CPU), the given device / matmul dtype ('checkpoint': the training dtype)."""
+    composed = copy.deepcopy(payload["config"])
+    if dtype == "checkpoint":
+        dtype = payload.get("training_config", {}).get("dtype", "float32")
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be float32, bfloat16 or checkpoint, got {dtype!r}")
+    composed["path"] = {"name": "eager"}
+    composed["hardware"] = {"name": "eval", "device": device, "dtype": dtype}
+    composed.setdefault("run", {})["resume"] = None
+    return to_config(composed)
+
+
+def load_trained_learner(
+    checkpoint: str | Path, device: str = "cpu", dtype: str = "float32"
+) -> TrainedLearner:
+    """A learner holding a runner checkpoint's learner state (networks, BN statistics, ...).
+
+    Built with the training num_envs (the per-env normalizer / noise state must match shapes)
+    and the smallest replay ring allowed (the checkpoint's replay is not needed to act).
+    """
+    path, payload = read_checkpoint(checkpoint)
+    cfg = acting_config(payload, device, dtype)
+    sd = payload["learner"]
+    obs, critic_obs, action = sd["dims"]
+    learner = FlashSACLearner(
+        cfg.learner,
+        cfg.update,
+        Dims(obs, critic_obs, action),
+        num_envs=cfg.run.num_envs,
+        batch_size=cfg.replay.batch_size,
+        replay_capacity=cfg.replay.batch_size,
+        device=cfg.hardware.resolved_device(),
+        dtype=cfg.hardware.resolved_dtype(),
+        path=PathConfig(name="eager"),
+        seed=cfg.run.seed,
+    )
+    learner.load_state_dict(sd)
+    return TrainedLearner(
+        checkpoint=path,
+        iteration=int(payload.get("iteration", -1)),
+        config=cfg,
+        training_config=dict(payload.get("training_config", {})),
+        learner=learner,
+        payload=payload,
+    )
+
+
+# ---------------------------------------------------------------------------- files
+def export_torchscript(module: DeterministicActor, path: Path, meta: dict[str, Any]) -> Path:
+    """Trace the module (all network structure is Python-level constant, so the trace is the
+    whole computation and generic in the batch size) and save it with `policy.json` embedded."""
+    example = torch.zeros(2, module.obs_dim, device=module.actor_params.device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated upstream
+        traced = torch.jit.trace(module, example, check_trace=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.jit.save(traced, str(path), _extra_files={META_NAME: json.dumps(meta)})
+    return path
+
+
+def load_torchscript(path: str | Path) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
+    extra = {META_NAME: ""}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+    return module, json.loads(extra[META_NAME])
+
+
+def onnx_available() -> bool:
+    # torch.onnx.export(dynamo=True) needs both packages.
+    return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxscript"))
+
+
+def export_onnx(module: DeterministicActor, path: Path) -> Path:
+    """ONNX through torch.export (dynamic batch dimension). Needs `onnx` and `onnxscript`."""
+    example = torch.zeros(2, module.obs_dim, device=module.actor_params.device)
+    batch = torch.export.Dim("batch", min=1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(
+        module,
+        (example,),
+        str(path),
+        input_names=["obs"],
+        output_names=["action"],
+        dynamo=True,
+        dynamic_shapes={"obs": {0: batch}},
+        external_data=False,
+    )
+    return path
+
+
+def policy_metadata(trained: TrainedLearner, module: DeterministicActor) -> dict[str, Any]:
+    """What a deployment needs besides the weights: shapes, joint order, the action mapping."""
+    cfg = trained.config
+    meta: dict[str, Any] = {
+        "format": EXPORT_FORMAT,
+        "checkpoint": str(trained.checkpoint),
+        "iteration": trained.iteration,
+        "task": cfg.task.name,
+        "obs_dim": module.obs_dim,
+        "action_dim": trained.learner.dims.action,
+        "matmul_dtype": str(module.mm_dtype).removeprefix("torch."),
+        "input": "obs float32 [batch, obs_dim]: the task's policy observation",
+        "output": "action float32 [batch, action_dim] in [-1, 1] = tanh(mean): deterministic",
+        "ctrl_dt": cfg.task.ctrl_dt,
+        "action_scale": cfg.task.action_scale,
+    }
+    if cfg.task.name == "g1_walk_flat":
+        # Imported here: only this branch needs MuJoCo (the env's model and joint order).
+        from flashsac_bench.envs.g1_figures import JOINT_NAMES
+        from flashsac_bench.envs.g1_layout import G1Layout
+        from flashsac_bench.envs.g1_model import task_spec
+
+        layout = G1Layout.from_model(task_spec(cfg.task.model_file).compile())
+        meta.update(
+            joint_names=list(JOINT_NAMES),
+            default_joint_pos=[float(x) for x in layout.default_joint_pos],
+            joint_targets="default_joint_pos + action_scale * action (canonical joint order)",
+            observation_layout=(
+                "gyro*0.25 (3) | projected gravity (3) | joint pos - default (29) | joint vel * "
+                "0.05 (29) | last action (29) | command vx vy wz (3) | gait phase (2); see "
+                "flashsac_bench/envs/g1_walk_flat.py"
+            ),
+        )
+    return meta
+
+
+def export_checkpoint(
+    checkpoint: str | Path,
+    out_dir: str | Path | None = None,
+    onnx: str = "auto",
+    dtype: str = "float32",
+) -> dict[str, Any]:
+    """Write the TorchScript (and ONNX) policy of a checkpoint; returns what was written."""
+    trained = load_trained_learner(checkpoint, "cpu", dtype)
+    module = DeterministicActor.from_learner(trained.learner)
+    out = Path(out_dir) if out_dir else run_dir_of(trained.checkpoint) / "export"
+    meta = policy_metadata(trained, module)
+    result: dict[str, Any] = {"meta": meta}
+    result["torchscript"] = str(export_torchscript(module, out / TORCHSCRIPT_NAME, meta))
+    if onnx not in ("auto", "true", "false"):
+        raise ValueError(f"onnx must be auto, true or false, got {onnx!r}")
+    if onnx == "false":
+        result["onnx"] = None
+    elif onnx_available():
+        result["onnx"] = str(export_onnx(module, out / ONNX_NAME))
+    elif onnx == "true":
+        raise RuntimeError("onnx=true needs the `onnx` and `onnxscript` packages")
+    else:
+        result["onnx"] = None
+        result["onnx_skipped"] = "onnx / onnxscript not installed"
+    (out / META_NAME).write_text(json.dumps(meta, indent=1) + "\n")
+    result["meta_path"] = str(out / META_NAME)
+    return result
+
+
+def run_dir_of(checkpoint: Path) -> Path:
+    """The run dir of `<run>/checkpoints/iter_k.pt` (else the checkpoint's own folder)."""
+    parent = checkpoint.parent
+    return parent.parent if parent.name == "checkpoints" else parent
+
+
+def _parse(argv: list[str], allowed: dict[str, str | None]) -> dict[str, str | None]:
+    opts = dict(allowed)
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep or key not in allowed:
+            raise SystemExit(
+                f"flashsac_bench.export: expected key=value with key in {list(allowed)}"
+            )
+        opts[key] = value
+    return opts
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    opts = _parse(argv, {"checkpoint": None, "out_dir": None, "onnx": "auto", "dtype": "float32"})
+    if not opts["checkpoint"]:
+        print("flashsac_bench.export: checkpoint=<path> is required", file=sys.stderr)
+        return 2
+    result = export_checkpoint(
+        opts["checkpoint"], opts["out_dir"], opts["onnx"] or "auto", opts["dtype"] or "float32"
+    )
+    print(f"TorchScript policy: {result['torchscript']}")
+    print(f"ONNX policy: {result['onnx'] or 'skipped (' + result.get('onnx_skipped', 'off') + ')'}")
+    print(f"metadata: {result['meta_path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
