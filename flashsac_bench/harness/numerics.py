@@ -82,6 +82,19 @@ def _rel(a: torch.Tensor, b: torch.Tensor, before: torch.Tensor) -> float:
     return diff / max(moved, 1e-12)
 
 
+def _per_tensor(ta, tb, before) -> dict[str, dict[str, float]]:
+    """Per tensor: relative to the cycle's movement (checked) and to the tensor's norm (info)."""
+    out = {}
+    for keys in GROUPS.values():
+        for k in keys:
+            diff = (ta[k].double() - tb[k].double()).norm().item()
+            out[k] = {
+                "rel_movement": _rel(ta[k], tb[k], before[k]),
+                "rel_norm": diff / max(ta[k].double().norm().item(), 1e-12),
+            }
+    return out
+
+
 def _group_rel(ta, tb, before) -> dict[str, float]:
     return {g: max(_rel(ta[k], tb[k], before[k]) for k in keys) for g, keys in GROUPS.items()}
 
@@ -114,6 +127,7 @@ def compare_paths(
         ref.update()
     pairs = [(a, b) for i, a in enumerate(paths) for b in paths[i + 1 :]]
     worst = {pair: {g: 0.0 for g in GROUPS} | {"metrics": 0.0} for pair in pairs}
+    worst_tensor: dict[tuple[str, str], dict[str, dict[str, float]]] = {pair: {} for pair in pairs}
     batches_equal, counters_equal, finite = True, True, True
     for _ in range(iterations):
         before = ref.state.snapshot()
@@ -132,6 +146,9 @@ def compare_paths(
             rel = _group_rel(after[a], after[b], before)
             rel["metrics"] = _metric_rel(metrics[a], metrics[b])
             worst[(a, b)] = {k: max(worst[(a, b)][k], v) for k, v in rel.items()}
+            for k, v in _per_tensor(after[a], after[b], before).items():
+                prev = worst_tensor[(a, b)].get(k, {"rel_movement": 0.0, "rel_norm": 0.0})
+                worst_tensor[(a, b)][k] = {m: max(prev[m], v[m]) for m in v}
     # Free running: no resync; how far do trajectories drift apart (information + loose check)?
     start = ref.state.snapshot()
     for learner in learners.values():
@@ -170,6 +187,7 @@ def compare_paths(
             {
                 "pair": [a, b],
                 "lockstep_worst_rel": w,
+                "lockstep_worst_per_tensor": worst_tensor[(a, b)],
                 "tolerance": asdict(tol),
                 "free_running_rel": free[f"{a} vs {b}"],
                 "ok": bool(ok),
