@@ -25,6 +25,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -266,7 +267,10 @@ def render_frames(task_cfg: Any, states: list[np.ndarray], ec: EvalConfig) -> li
     model.vis.global_.offwidth = max(model.vis.global_.offwidth, ec.width)
     model.vis.global_.offheight = max(model.vis.global_.offheight, ec.height)
     try:
-        renderer = mujoco.Renderer(model, ec.height, ec.width)
+        with warnings.catch_warnings():
+            # Windowing backends warn on their way to failing; the error below says it once.
+            warnings.simplefilter("ignore")
+            renderer = mujoco.Renderer(model, ec.height, ec.width)
     except Exception as err:  # any GL failure means: no usable backend (ImportError, FatalError)
         gl = os.environ.get("MUJOCO_GL")
         raise RenderUnavailableError(

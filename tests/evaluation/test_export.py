@@ -1,0 +1,163 @@
+"""The exported actor (module, TorchScript, ONNX) acts exactly like learner.act_deterministic."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from flashsac_bench.config.learner import LearnerConfig
+from flashsac_bench.config.update import UpdateConfig
+from flashsac_bench.export import (
+    DeterministicActor,
+    export_checkpoint,
+    export_onnx,
+    export_torchscript,
+    load_torchscript,
+    load_trained_learner,
+    onnx_available,
+)
+from flashsac_bench.learner.learner import Dims, FlashSACLearner
+
+DIMS = Dims(obs=9, critic_obs=11, action=4)
+NUM_ENVS, BATCH = 4, 8
+TOL = 1e-6  # fp32; the same function evaluates both sides
+
+
+def _learner(seed: int = 0) -> FlashSACLearner:
+    return FlashSACLearner(
+        LearnerConfig(actor_hidden_dim=12, critic_hidden_dim=20, num_atoms=11),
+        UpdateConfig(updates_per_step=2, policy_frequency=2),
+        DIMS,
+        num_envs=NUM_ENVS,
+        batch_size=BATCH,
+        replay_capacity=64,
+        seed=seed,
+    )
+
+
+def _trained_learner() -> FlashSACLearner:
+    """Updated weights and BN running statistics far from their initial values."""
+    learner = _learner()
+    g = torch.Generator().manual_seed(7)
+    n, d = NUM_ENVS, DIMS
+    for _ in range(6):
+        learner.ring.insert(
+            obs=torch.randn(n, d.obs, generator=g) * 3 + 1,
+            critic_obs=torch.randn(n, d.critic_obs, generator=g),
+            next_obs=torch.randn(n, d.obs, generator=g) * 3 + 1,
+            next_critic_obs=torch.randn(n, d.critic_obs, generator=g),
+            actions=torch.rand(n, d.action, generator=g) * 2 - 1,
+            rewards=torch.randn(n, generator=g),
+            terminated=torch.zeros(n),
+            truncated=torch.zeros(n),
+        )
+    for _ in range(4):
+        learner.update()
+    return learner
+
+
+def _obs(n: int, seed: int = 3) -> torch.Tensor:
+    return torch.randn(n, DIMS.obs, generator=torch.Generator().manual_seed(seed)) * 2 + 0.5
+
+
+def test_module_matches_act_deterministic_and_depends_on_the_trained_state():
+    learner = _trained_learner()
+    module = DeterministicActor.from_learner(learner)
+    obs = _obs(64)
+    expected = learner.act_deterministic(obs)
+    assert (module(obs) - expected).abs().max().item() <= TOL
+    # The comparison has teeth: the untrained actor acts differently, and so does the trained
+    # one with the BN running statistics reset (eval-mode BN uses them).
+    untrained = DeterministicActor.from_learner(_learner())
+    assert (untrained(obs) - expected).abs().max().item() > 1e-2
+    reset = DeterministicActor.from_learner(learner)
+    reset.actor_bn_stats.copy_(_learner().state.actor_buffers)
+    assert (reset(obs) - expected).abs().max().item() > 1e-2
+    # A snapshot: later training does not change the exported policy.
+    learner.update()
+    assert (module(obs) - expected).abs().max().item() <= TOL
+    assert (learner.act_deterministic(obs) - expected).abs().max().item() > 0
+
+
+def test_torchscript_roundtrip_any_batch_size(tmp_path):
+    learner = _trained_learner()
+    module = DeterministicActor.from_learner(learner)
+    path = export_torchscript(module, tmp_path / "policy.pt", {"obs_dim": DIMS.obs})
+    loaded, meta = load_torchscript(path)
+    assert meta == {"obs_dim": DIMS.obs}
+    for n in (1, 5, 300):  # traced at batch 2: the graph must not have baked the batch size in
+        obs = _obs(n, seed=n)
+        got = loaded(obs)
+        assert got.shape == (n, DIMS.action)
+        assert (got - learner.act_deterministic(obs)).abs().max().item() <= TOL
+
+
+def test_exports_of_a_runner_checkpoint_act_like_the_learner_that_trained(trained_run, tmp_path):
+    result = export_checkpoint(trained_run.checkpoint, tmp_path, onnx="false")
+    assert result["onnx"] is None
+    loaded, meta = load_torchscript(result["torchscript"])
+    assert json.loads((tmp_path / "policy.json").read_text()) == meta
+    assert meta["iteration"] == trained_run.iterations
+    assert (meta["obs_dim"], meta["action_dim"]) == (98, 29)
+    assert len(meta["joint_names"]) == len(meta["default_joint_pos"]) == 29
+    obs = torch.randn(32, 98, generator=torch.Generator().manual_seed(0))
+    # Reference: the runner's own learner at the end of training, not a reloaded one.
+    expected = trained_run.learner.act_deterministic(obs)
+    assert (loaded(obs) - expected).abs().max().item() <= TOL
+    reloaded = load_trained_learner(trained_run.run_dir).learner  # a run dir: latest checkpoint
+    assert (reloaded.act_deterministic(obs) - expected).abs().max().item() <= TOL
+    fresh = DeterministicActor.from_learner(
+        FlashSACLearner(
+            reloaded.cfg,
+            reloaded.update_cfg,
+            reloaded.dims,
+            num_envs=4,
+            batch_size=32,
+            replay_capacity=32,
+            seed=1,
+        )
+    )
+    assert (fresh(obs) - expected).abs().max().item() > 1e-3  # the checkpoint mattered
+
+
+def test_export_cli(trained_run, tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flashsac_bench.export",
+            f"checkpoint={trained_run.checkpoint}",
+            f"out_dir={tmp_path}",
+            "onnx=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "policy.torchscript.pt").is_file() and (tmp_path / "policy.json").is_file()
+    assert not (tmp_path / "policy.onnx").exists()
+    assert "ONNX policy: skipped" in proc.stdout
+
+
+@pytest.mark.skipif(
+    not (onnx_available() and importlib.util.find_spec("onnxruntime")),
+    reason="optional: needs onnx, onnxscript and onnxruntime",
+)
+def test_onnx_export_matches(tmp_path):
+    import numpy as np
+    import onnxruntime
+
+    learner = _trained_learner()
+    path = export_onnx(DeterministicActor.from_learner(learner), tmp_path / "policy.onnx")
+    session = onnxruntime.InferenceSession(str(path))
+    for n in (1, 17):
+        obs = _obs(n, seed=n)
+        (got,) = session.run(None, {"obs": obs.numpy()})
+        # onnxruntime's kernels sum in their own order: fp32 rounding, not exact equality.
+        assert np.abs(got - learner.act_deterministic(obs).numpy()).max() <= 1e-5
