@@ -354,6 +354,8 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     t0 = time.perf_counter()
     trained = load_trained_learner(ec.checkpoint, device, ec.dtype)
     cfg, learner = trained.config, trained.learner
+    if ec.render:
+        frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
     out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
     out_dir.mkdir(parents=True, exist_ok=True)
     num_envs = min(ec.num_envs, ec.episodes)

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from flashsac_bench.config import to_config
-from flashsac_bench.evaluate import episode_quotas, parse_args, rollout, step_metrics
+from flashsac_bench.evaluate import (
+    episode_quotas,
+    frame_stride,
+    parse_args,
+    rollout,
+    step_metrics,
+)
 
 SIGMA = 0.25
 KW = dict(lin_vel_scale=2.0, gyro_scale=0.25, tracking_sigma=SIGMA, ctrl_dt=0.02)
@@ -161,6 +167,12 @@ def test_rollout_counts_fixed_episode_quotas_and_records_one_episode():
     assert first["lin_vel_error_mean"] == pytest.approx(2.5)
     # env 1's first episode: the state before it (tick 0) and after ticks 1..4; tick 5 ended it.
     assert res.frames == [0, 1, 2, 3, 4]
+
+
+def test_frame_stride_divides_the_control_rate():
+    assert frame_stride(0.02, 25) == 2 and frame_stride(0.02, 50) == 1
+    with pytest.raises(ValueError, match="must divide"):
+        frame_stride(0.02, 20)
 
 
 def test_parse_args_is_typed():
