@@ -7,7 +7,7 @@ importable; `onnx=auto` skips it otherwise) and `policy.json` (inputs, outputs, 
 default pose, action scale) into `<run dir>/export/`.
 
 `DeterministicActor` holds the actor's flat parameter and BatchNorm-statistics vectors and calls
-`learner.networks.actor_mean_log_std` with training=False (BN running statistics) -- the very
+`learner.networks.actor_policy` (BN running statistics) -- the very
 function `FlashSACLearner.act_deterministic` uses, so the exported policy cannot drift from the
 trained one by a re-implementation. `load_trained_learner` (also used by
 `flashsac_bench.evaluate`) rebuilds a learner from a runner checkpoint (`runner/checkpoint.py`).
@@ -30,7 +30,7 @@ from flashsac_bench.config import Config, to_config
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.learner.networks import NetSpec, NormConfig, actor_mean_log_std, param_views
+from flashsac_bench.learner.networks import NetSpec, NormConfig, actor_policy
 from flashsac_bench.runner.checkpoint import CHECKPOINT_FORMAT, resolve_resume_path
 
 EXPORT_FORMAT = 1
@@ -82,12 +82,13 @@ class DeterministicActor(torch.nn.Module):
         return self.spec.in_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        mean, _, _ = actor_mean_log_std(
-            param_views(self.param_layout, self.actor_params, self.mm_dtype),
-            self.buffer_layout.views(self.actor_bn_stats),
+        mean, _ = actor_policy(
+            self.param_layout,
+            self.buffer_layout,
+            self.actor_params,
+            self.actor_bn_stats,
             obs,
             self.spec,
-            False,
             self.norm,
             self.mm_dtype,
         )

@@ -19,6 +19,15 @@ def shared_reference() -> Path:
     return SHARED_REFERENCE
 
 
+@pytest.fixture(autouse=True)
+def _restore_torch_globals():
+    """In-process runs apply hardware settings process-wide; give later tests torch's own."""
+    threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
+    yield
+    torch.set_num_threads(threads)
+    torch.set_float32_matmul_precision(precision)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
         return

@@ -17,9 +17,8 @@ from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
 from flashsac_bench.learner.networks import (
     NormConfig,
     actor_layouts,
-    actor_mean_log_std,
+    actor_policy,
     critic_layouts,
-    param_views,
     temperature_layout,
 )
 from flashsac_bench.learner.projection import Projector
@@ -224,16 +223,16 @@ class FlashSACLearner:
     @torch.no_grad()
     def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         st, s = self.statics, self.state
-        mean, log_std, _ = actor_mean_log_std(
-            param_views(st.actor_params, s.actor_params, st.mm_dtype),
-            st.actor_buffers.views(s.actor_buffers),
+        return actor_policy(
+            st.actor_params,
+            st.actor_buffers,
+            s.actor_params,
+            s.actor_buffers,
             obs,
             st.actor_spec,
-            False,
             st.norm,
             st.mm_dtype,
         )
-        return mean, log_std
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, dones: torch.Tensor | None = None) -> torch.Tensor:

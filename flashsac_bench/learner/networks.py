@@ -206,6 +206,29 @@ def actor_mean_log_std(
     return mean, log_std, new_b
 
 
+def actor_policy(
+    param_layout: Layout,
+    buffer_layout: Layout,
+    params: torch.Tensor,
+    buffers: torch.Tensor,
+    obs: torch.Tensor,
+    spec: NetSpec,
+    norm: NormConfig,
+    mm_dtype: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean, log_std) of the acting policy: flat vectors in, BN running statistics (eval)."""
+    mean, log_std, _ = actor_mean_log_std(
+        param_views(param_layout, params, mm_dtype),
+        buffer_layout.views(buffers),
+        obs,
+        spec,
+        False,
+        norm,
+        mm_dtype,
+    )
+    return mean, log_std
+
+
 def tanh_normal_sample(
     mean: torch.Tensor, log_std: torch.Tensor, eps: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:

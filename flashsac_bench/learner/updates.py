@@ -30,6 +30,7 @@ from flashsac_bench.learner.networks import (
     NetSpec,
     NormConfig,
     actor_mean_log_std,
+    actor_policy,
     critic_distribution,
     param_views,
     tanh_normal_sample,
@@ -124,12 +125,17 @@ def critic_update(
     """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s')."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
-    actor_p = param_views(st.actor_params, s.actor_params, st.mm_dtype)
-    actor_b = st.actor_buffers.views(s.actor_buffers)
     with torch.no_grad():
         # Next actions from the actor with BN running statistics (eval mode).
-        mean, log_std, _ = actor_mean_log_std(
-            actor_p, actor_b, cols["next_obs"], st.actor_spec, False, st.norm, st.mm_dtype
+        mean, log_std = actor_policy(
+            st.actor_params,
+            st.actor_buffers,
+            s.actor_params,
+            s.actor_buffers,
+            cols["next_obs"],
+            st.actor_spec,
+            st.norm,
+            st.mm_dtype,
         )
         next_actions, next_log_prob = tanh_normal_sample(mean, log_std, eps_next)
         alpha = torch.exp(s.log_temp)

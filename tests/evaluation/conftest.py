@@ -36,15 +36,6 @@ class TrainedRun:
     iterations: int
 
 
-@pytest.fixture(autouse=True)
-def _restore_torch_globals():
-    """In-process runs apply hardware settings process-wide; give later tests torch's own."""
-    threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
-    yield
-    torch.set_num_threads(threads)
-    torch.set_float32_matmul_precision(precision)
-
-
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
     threads, precision = torch.get_num_threads(), torch.get_float32_matmul_precision()
