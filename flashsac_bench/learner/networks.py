@@ -167,25 +167,23 @@ def trunk(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h]."""
     new_b: dict[str, torch.Tensor] = {}
+
+    def norm_layer(name: str, y: torch.Tensor) -> torch.Tensor:
+        """BN `name` (statistics, running-stat update into new_b) then its affine."""
+        y_hat, new_b[f"{name}.mean"], new_b[f"{name}.var"] = batch_norm(
+            y, b[f"{name}.mean"], b[f"{name}.var"], training, norm
+        )
+        return bn_affine(y_hat, p[name])
+
     if spec.members:
         # Every member sees the same input; its statistics are computed per member anyway, so
         # that each running-stat element is written from its own old value only.
         x = x.unsqueeze(0).expand(spec.members, *x.shape)
-    x_hat, new_b["embed.bn.mean"], new_b["embed.bn.var"] = batch_norm(
-        x, b["embed.bn.mean"], b["embed.bn.var"], training, norm
-    )
-    h = bn_affine(x_hat, p["embed.bn"])
-    h = _linear(h, p["embed.w"], mm_dtype)
+    h = _linear(norm_layer("embed.bn", x), p["embed.w"], mm_dtype)
     for i in range(spec.num_blocks):
-        y = _linear(h, p[f"block{i}.w1"], mm_dtype)
-        y, new_b[f"block{i}.bn1.mean"], new_b[f"block{i}.bn1.var"] = batch_norm(
-            y, b[f"block{i}.bn1.mean"], b[f"block{i}.bn1.var"], training, norm
-        )
-        y = _linear(torch.relu(bn_affine(y, p[f"block{i}.bn1"])), p[f"block{i}.w2"], mm_dtype)
-        y, new_b[f"block{i}.bn2.mean"], new_b[f"block{i}.bn2.var"] = batch_norm(
-            y, b[f"block{i}.bn2.mean"], b[f"block{i}.bn2.var"], training, norm
-        )
-        h = h + torch.relu(bn_affine(y, p[f"block{i}.bn2"]))
+        y = norm_layer(f"block{i}.bn1", _linear(h, p[f"block{i}.w1"], mm_dtype))
+        y = norm_layer(f"block{i}.bn2", _linear(torch.relu(y), p[f"block{i}.w2"], mm_dtype))
+        h = h + torch.relu(y)
     h = F.rms_norm(h, (spec.hidden,), eps=norm.rms_eps) * p["rms"].unsqueeze(-2)
     return h, new_b
 

@@ -9,6 +9,7 @@ gathers rows straight into its static batch, so nothing here syncs with the host
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -19,7 +20,9 @@ class RowLayout:
     critic_obs_dim: int
     action_dim: int
 
-    def _spans(self) -> dict[str, tuple[int, int]]:
+    @cached_property
+    def spans(self) -> dict[str, tuple[int, int]]:
+        """Column range of every field (computed once; split() runs in every update)."""
         widths = {
             "obs": self.obs_dim,
             "critic_obs": self.critic_obs_dim,
@@ -38,15 +41,15 @@ class RowLayout:
 
     @property
     def width(self) -> int:
-        return max(end for _, end in self._spans().values())
+        return max(end for _, end in self.spans.values())
 
     def span(self, name: str) -> tuple[int, int]:
-        return self._spans()[name]
+        return self.spans[name]
 
     def split(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
         """Column views of rows [..., width]; scalar columns come back as [...]."""
         out = {}
-        for name, (a, b) in self._spans().items():
+        for name, (a, b) in self.spans.items():
             col = rows[..., a:b]
             out[name] = col.squeeze(-1) if b - a == 1 else col
         return out
@@ -64,7 +67,7 @@ class ReplayRing:
 
     def insert(self, **columns: torch.Tensor) -> None:
         """Append one slab of transitions given column by column (see RowLayout)."""
-        missing = sorted(set(self.layout._spans()) - set(columns))
+        missing = sorted(set(self.layout.spans) - set(columns))
         if missing:
             raise KeyError(f"replay insert is missing columns {missing}")
         n = next(iter(columns.values())).shape[0]

@@ -70,7 +70,7 @@ class Staging:
         self.dones = self.dones_t.numpy()
         self.actions = self.actions_t.numpy()
         self.critic_obs = np.zeros((num_envs, layout.critic_obs_dim), dtype=np.float32)
-        self.cols = {name: self.col(name) for name in layout._spans()}
+        self.cols = {name: self.col(name) for name in layout.spans}
 
     def col(self, name: str) -> np.ndarray:
         a, b = self.layout.span(name)

@@ -13,24 +13,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-
-@dataclass
-class FakeStep:
-    obs: np.ndarray
-    critic_obs: np.ndarray
-    final_obs: np.ndarray
-    final_critic_obs: np.ndarray
-    reward: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    reward_terms: dict[str, np.ndarray] = field(default_factory=dict)
-    episode_return: np.ndarray | None = None
-    episode_length: np.ndarray | None = None
+from flashsac_bench.envs.api import EnvStep
 
 
 class FakeEnv:
@@ -62,7 +49,7 @@ class FakeEnv:
         self.closed = False
         f32 = np.float32
         # Outputs are allocated once and overwritten in place, like the real env's.
-        self.out = FakeStep(
+        self.out = EnvStep(
             obs=np.zeros((n, self.obs_dim), f32),
             critic_obs=np.zeros((n, self.critic_obs_dim), f32),
             final_obs=np.zeros((n, self.obs_dim), f32),
@@ -91,7 +78,7 @@ class FakeEnv:
         self._write_obs(self.out.obs, self.out.critic_obs)
         return self.out.obs, self.out.critic_obs
 
-    def step(self, actions: np.ndarray) -> FakeStep:
+    def step(self, actions: np.ndarray) -> EnvStep:
         tick, self.ticks = self.ticks, self.ticks + 1
         if self.fail_at is not None and tick == self.fail_at:
             raise RuntimeError(f"fake env exploded at tick {tick}")
