@@ -62,6 +62,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{w['bn_buffers']:9.2e} {w['optimizer_state']:9.2e} {w['metrics']:9.2e} "
                 f"{pair['tolerance']['state_rel']:7.0e}  {pair['ok']}"
             )
+            acc = pair["accuracy_vs_fp32_oracle"]
+            if acc:
+                print(
+                    f"{'':>7} {'error vs fp32 oracle':>20} "
+                    + " ".join(
+                        f"{acc[k]['fast_err']:9.2e}"
+                        for k in ("parameters", "bn_buffers", "optimizer_state", "metrics")
+                    )
+                    + f"  (eager: {max(v['eager_err'] for v in acc.values()):.2e}, worst ratio "
+                    f"{max(v['ratio'] for v in acc.values()):.2f}, bound 1.5)"
+                )
         failed = [c["check"] for c in r["checks"] if not c["ok"]]
         print(f"{u:>7} checks: {'all passed' if not failed else 'FAILED: ' + '; '.join(failed)}")
     print("NUMERICS", "OK" if ok else "FAILED")

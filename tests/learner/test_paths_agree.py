@@ -31,3 +31,46 @@ def test_eager_and_compile_agree_on_cpu(tmp_path):
         # fp32: one cycle of compiled arithmetic moves every tensor like eager does, to 5e-3 of
         # the movement (the script's justified tolerance) -- and the comparison itself ran.
         assert 0.0 <= max(pair["lockstep_worst_rel"].values()) <= 5e-3
+
+
+def _bf16_compare(monkeypatch, sabotage: float) -> dict:
+    """eager bf16 vs a second eager bf16 learner named 'compile' whose critic steps are scaled by
+    1 + sabotage (a wrong-step-size bug), judged against the fp32 oracle."""
+    import torch
+
+    from flashsac_bench.harness import numerics
+    from flashsac_bench.harness.synthetic import Setup
+
+    real_build = numerics.build_learner
+
+    def build(setup, path, compile_mode="default"):
+        learner = real_build(setup, "eager")
+        if path == "compile" and sabotage:
+            update, s = learner.update, learner.state
+
+            def scaled_update():
+                before = s.critic_params.clone()
+                update()
+                with torch.no_grad():
+                    s.critic_params.add_(sabotage * (s.critic_params - before))
+
+            learner.update = scaled_update
+        return learner
+
+    monkeypatch.setattr(numerics, "build_learner", build)
+    setup = Setup(batch_size=64, updates_per_step=2, num_envs=16, tiny=True, dtype="bfloat16")
+    return numerics.compare_paths(setup, ["eager", "compile"], iterations=3, burn_in=2)
+
+
+def test_bf16_accuracy_check_passes_equal_arithmetic_and_fails_a_wrong_step(monkeypatch):
+    same = _bf16_compare(monkeypatch, 0.0)
+    (pair,) = same["pairs"]
+    assert pair["ok"] and same["ok"]
+    acc = pair["accuracy_vs_fp32_oracle"]
+    # Identical arithmetic: identical error against the oracle, which is bf16-sized, not zero.
+    assert all(v["ratio"] == 1.0 for v in acc.values() if v["eager_err"] > 0)
+    assert acc["parameters"]["eager_err"] > 1e-3
+    wrong = _bf16_compare(monkeypatch, 0.3)
+    (pair,) = wrong["pairs"]
+    assert not pair["ok"] and not wrong["ok"]
+    assert pair["accuracy_vs_fp32_oracle"]["parameters"]["ratio"] > 1.5
