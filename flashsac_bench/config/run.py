@@ -41,6 +41,13 @@ class RunConfig:
     # "auto": a live Rich line on a terminal, plain log lines otherwise; "rich"; "plain".
     progress: str = "auto"
     log_every: int = 10
+    # Stop after the iteration during which this many seconds have passed since the run began
+    # (env build and compile/capture included); the run then counts as complete, with
+    # `stopped_by` in its summary. None: no limit.
+    time_limit_s: float | None = None
+    # CUDA: capture the per-iteration act and store steps as small CUDA graphs (every path;
+    # see runner.device_steps). Ignored on the CPU.
+    capture_device_steps: bool = True
 
     def __post_init__(self) -> None:
         for key in ("num_envs", "iterations", "summary_last", "log_every"):
@@ -49,5 +56,7 @@ class RunConfig:
         for key in ("skip_first", "checkpoint_every"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"run.{key} must be >= 0, got {getattr(self, key)}")
+        if self.time_limit_s is not None and self.time_limit_s <= 0:
+            raise ConfigError(f"run.time_limit_s must be > 0, got {self.time_limit_s}")
         if self.progress not in ("auto", "rich", "plain"):
             raise ConfigError(f"run.progress must be auto, rich or plain, got {self.progress!r}")

@@ -60,10 +60,14 @@ class ReplayRing:
         self.capacity = capacity
         self.layout = layout
         self.storage = torch.zeros(capacity, layout.width, dtype=torch.float32, device=device)
-        # Host-side bookkeeping (the runner inserts from the host); `size` mirrors it on device.
+        # The write position and fill level live on the device (`write_rows` is graph-safe);
+        # `cursor` / `count` mirror them on the host for the runner's bookkeeping.
         self.cursor = 0
         self.count = 0
+        self.cursor_t = torch.zeros((), dtype=torch.int64, device=device)
         self.size = torch.zeros((), dtype=torch.int64, device=device)
+        # arange(n) per insert size, kept alive: a captured graph reads its address.
+        self._offsets: dict[int, torch.Tensor] = {}
 
     def insert(self, **columns: torch.Tensor) -> None:
         """Append one slab of transitions given column by column (see RowLayout)."""
@@ -79,16 +83,29 @@ class ReplayRing:
 
     def insert_rows(self, slab: torch.Tensor) -> None:
         """Append packed rows [n, width] (any device); wraps around the ring."""
+        self.write_rows(slab.to(self.storage.device, non_blocking=True))
+        self.advance(slab.shape[0])
+
+    def write_rows(self, slab: torch.Tensor) -> None:
+        """Device half of an insert: rows [n, width] (on the ring's device) go to the n slots
+        after the device cursor, which then moves on. No host state is read or written, so the
+        same call can be captured in a CUDA graph; `advance(n)` keeps the host mirror."""
         n = slab.shape[0]
         if n > self.capacity:
             raise ValueError(f"cannot insert {n} rows into a ring of capacity {self.capacity}")
-        first = min(n, self.capacity - self.cursor)
-        self.storage[self.cursor : self.cursor + first].copy_(slab[:first], non_blocking=True)
-        if first < n:
-            self.storage[: n - first].copy_(slab[first:], non_blocking=True)
+        offsets = self._offsets.get(n)
+        if offsets is None:
+            offsets = torch.arange(n, dtype=torch.int64, device=self.storage.device)
+            self._offsets[n] = offsets
+        slots = torch.remainder(self.cursor_t + offsets, self.capacity)
+        self.storage.index_copy_(0, slots, slab)
+        self.cursor_t.copy_(torch.remainder(self.cursor_t + n, self.capacity))
+        self.size.copy_(torch.clamp(self.size + n, max=self.capacity))
+
+    def advance(self, n: int) -> None:
+        """Host mirror of `write_rows(n rows)`."""
         self.cursor = (self.cursor + n) % self.capacity
         self.count = min(self.count + n, self.capacity)
-        self.size.fill_(self.count)
 
     def state_dict(self) -> dict[str, object]:
         return {
@@ -104,3 +121,4 @@ class ReplayRing:
         self.cursor = int(state["cursor"])  # type: ignore[arg-type]
         self.storage[: self.count].copy_(storage)
         self.size.fill_(self.count)
+        self.cursor_t.fill_(self.cursor)

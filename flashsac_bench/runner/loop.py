@@ -3,8 +3,9 @@
 Iteration k (one env step of every env):
   1. action hand-off: the learner acts on the current obs (random actions before learning
      starts) and the actions are copied to a pinned host buffer, then the stream is
-     synchronized: the only per-iteration host<->device sync. It also guarantees that
-     iteration k-1's update, metric copy and CUDA events are complete, so
+     synchronized: the only per-iteration host<->device sync (act and store are small CUDA
+     graphs on CUDA, see runner.device_steps). It also guarantees that iteration k-1's
+     update, metric copy and CUDA events are complete, so
   2. iteration k-1's late values (learner GPU time, loss metrics) are read without waiting;
   3. the collector thread is released to step the envs with those actions ...
   4. ... while the main thread launches the update cycle on what is already in the ring and
@@ -39,6 +40,7 @@ from flashsac_bench.runner.checkpoint import (
     save_checkpoint,
 )
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging, TickResult
+from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, resolve_env_factory
 from flashsac_bench.runner.progress import Progress
 from flashsac_bench.runner.scalars import Scalars
@@ -138,12 +140,15 @@ class Runner:
         self._window_terms: list[dict[str, float]] = []
         self._env_metrics: dict[str, float] = {}
         self._loop_t0: float | None = None
+        self._run_t0 = time.perf_counter()
+        self.stopped_by: str | None = None  # set when run.time_limit_s ends the loop early
         self.device = torch.device(config.hardware.resolved_device())
         self._device_info: dict[str, Any] = {"device": str(self.device)}
         self._git: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ entry
     def run(self) -> dict[str, Any]:
+        self._run_t0 = time.perf_counter()  # run.time_limit_s counts from here (incl. setup)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._git = git_info()
         with _Signals() as signals:
@@ -189,6 +194,8 @@ class Runner:
             "backend_threads": c.backend.resolved_num_threads(c.run.num_envs),
             "task": c.task.name,
             "seed": c.run.seed,
+            "time_limit_s": c.run.time_limit_s,
+            "capture_device_steps": c.run.capture_device_steps,
         }
 
     def _setup(self) -> None:
@@ -244,17 +251,13 @@ class Runner:
         self.staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
         if ckpt is not None:
             self._restore(ckpt)
-
-        # Device-side acting inputs and the packed-slab landing buffer (host buffers on CPU).
-        if cuda:
-            n, lay = c.run.num_envs, learner.ring.layout
-            self.obs_dev = torch.zeros(n, lay.obs_dim, device=self.device)
-            self.dones_dev = torch.zeros(n, device=self.device)
-            self.slab_dev = torch.zeros(n, lay.width, device=self.device)
-            self.handoff = torch.cuda.Event()
-        else:
-            self.obs_dev, self.dones_dev = self.staging.obs_t, self.staging.dones_t
-            self.slab_dev = self.staging.slab_t
+        # Act and store: captured as CUDA graphs now, so that this too is cold start.
+        t = time.perf_counter()
+        self.steps = DeviceSteps(learner, self.staging, c.run.capture_device_steps)
+        self.steps.capture()
+        self.startup["device_steps_capture_s"] = time.perf_counter() - t
+        self.startup["cold_start_s"] += self.startup["device_steps_capture_s"]
+        self.training_config["device_steps"] = self.steps.mode
         self.metrics_host = torch.zeros(len(learner.metric_names), pin_memory=cuda)
         self.timer = LearnerTimer(self.device)
         self.collector = Collector(env, self.staging, self.collector_timeout_s)
@@ -339,33 +342,28 @@ class Runner:
 
     # ------------------------------------------------------------------ the loop
     def _train(self, signals: _Signals, progress: Progress) -> None:
-        c, learner, collector, s = self.cfg, self.learner, self.collector, self.staging
+        c, learner, collector, steps = self.cfg, self.learner, self.collector, self.steps
         assert learner is not None and collector is not None
         cuda = self.device.type == "cuda"
         ring = learner.ring
-        r_col = ring.layout.span("rewards")[0]
-        t_col = ring.layout.span("terminated")[0]
-        u_col = ring.layout.span("truncated")[0]
         iterations, log_every = c.run.iterations, c.run.log_every
+        limit = c.run.time_limit_s
         self.status = "running"
         self._loop_t0 = time.perf_counter()
         for k in range(self.start_iteration, iterations):
             if signals.requested:
                 break
+            if limit is not None and time.perf_counter() - self._run_t0 >= limit:
+                self.stopped_by = f"run.time_limit_s={limit:g} reached after {k} iterations"
+                log.info("%s: stopping", self.stopped_by)
+                break
             t0 = time.perf_counter()
             learning = ring.count >= self.threshold
             # 1. action hand-off (the one sync per iteration)
             if learning:
-                if cuda:
-                    self.obs_dev.copy_(s.obs_t, non_blocking=True)
-                    self.dones_dev.copy_(s.dones_t, non_blocking=True)
-                actions = learner.act(self.obs_dev, self.dones_dev)
+                steps.act()
             else:
-                actions = learner.act_random(self.num_envs)
-            s.actions_t.copy_(actions, non_blocking=True)
-            if cuda:
-                self.handoff.record()
-                self.handoff.synchronize()
+                steps.act_random()
             t1 = time.perf_counter()
             # 2. iteration k-1's late values are complete now
             self._finalize_pending()
@@ -382,12 +380,7 @@ class Runner:
             # 5. join, insert, reward statistics
             tick = collector.wait()
             t4 = time.perf_counter()
-            slab = self.slab_dev
-            if cuda:
-                slab.copy_(s.slab_t, non_blocking=True)
-            ring.insert_rows(slab)
-            dones = (slab[:, t_col] + slab[:, u_col]) > 0
-            learner.update_reward_stats(slab[:, r_col], dones)
+            steps.store()
             t5 = time.perf_counter()
 
             row = self._row(k, learning, tick, t0, t1, t2, t3, t4, t5)
@@ -517,7 +510,9 @@ class Runner:
 
     # ------------------------------------------------------------------ ending
     def _finish(self, signals: _Signals) -> None:
-        if self.done_iterations >= self.cfg.run.iterations:
+        if self.done_iterations >= self.cfg.run.iterations or (
+            self.stopped_by and not signals.requested
+        ):
             self.status, self.reason = "complete", None
         else:
             self.status = "interrupted"
@@ -592,6 +587,8 @@ class Runner:
             "training_config": self.training_config,
             "iterations_planned": c.run.iterations,
             "iterations_done": self.done_iterations,
+            "time_limit_s": c.run.time_limit_s,
+            "stopped_by": self.stopped_by,
             "warmup_iterations": len(self.rows_all) - len(learning),
             "first_learning_iteration": learning[0]["iteration"] if learning else None,
             "resumed_from": self.resumed_from,

@@ -129,3 +129,18 @@ def test_bad_config_fails_before_any_env_is_built(tmp_path, bad):
     assert "invalid configuration" in proc.stderr
     assert not marker.exists()
     assert not (run_dir / "summary.json").exists()
+
+
+def test_time_limit_ends_the_run_as_complete_with_the_reason(tmp_path):
+    # The limit counts from the start of the run, setup (~2 s of first-call costs here) included.
+    cfg = tiny_config(iterations=1_000_000, time_limit_s=6.0)
+    t0 = time.perf_counter()
+    train(cfg, run_dir=tmp_path, env_factory=_factory())
+    elapsed = time.perf_counter() - t0
+    s = read_summary(tmp_path)
+    assert s["complete"] and s["status"] == "complete" and s["incomplete_reason"] is None
+    assert 0 < s["iterations_done"] < 1_000_000
+    assert s["stopped_by"].startswith("run.time_limit_s=6 reached after")
+    assert s["time_limit_s"] == 6.0
+    assert 6.0 <= elapsed < 6.0 + 5.0  # one iteration takes milliseconds here
+    assert load_checkpoint(resolve_resume_path(tmp_path))["iteration"] == s["iterations_done"]

@@ -10,8 +10,11 @@ import torch
 from runner_fakes import FakeEnv
 from runner_helpers import read_summary, tiny_config
 
+from flashsac_bench.harness.synthetic import Setup, build_learner
 from flashsac_bench.runner import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
+from flashsac_bench.runner.collector import Staging
+from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.loop import Runner
 
 pytestmark = pytest.mark.gpu
@@ -29,6 +32,7 @@ def test_every_path_trains_on_cuda(tmp_path, path):
     train(cfg, run_dir=tmp_path, env_factory=_factory)
     s = read_summary(tmp_path)
     assert s["complete"] and s["training_config"]["executor"] == path
+    assert s["training_config"]["device_steps"] == "cuda_graphs"
     assert s["device"]["gpu"] and s["training_config"]["dtype"] == "bfloat16"
     learning = [r for r in s["rows_all"] if r["learning"]]
     assert len(learning) == 16
@@ -68,3 +72,61 @@ def test_resume_on_cuda_matches_the_uninterrupted_run(tmp_path):
     c = load_checkpoint(resolve_resume_path(tmp_path / "c"))["learner"]["tensors"]
     mismatched = [k for k in a if not torch.equal(a[k], c[k])]
     assert mismatched == []
+
+
+def _device_state(learner) -> dict[str, torch.Tensor]:
+    ring = learner.ring
+    out = learner.state.snapshot()
+    out.update(storage=ring.storage.clone(), cursor=ring.cursor_t.clone(), size=ring.size.clone())
+    return out
+
+
+def test_captured_act_and_store_equal_the_eager_steps_bit_for_bit():
+    setup = Setup(batch_size=64, updates_per_step=2, num_envs=32, tiny=True, device="cuda")
+    g = torch.Generator().manual_seed(5)
+    results = {}
+    for capture in (False, True):
+        learner = build_learner(setup, "eager")
+        staging = Staging(learner.ring.layout, setup.num_envs, pin=True)
+        steps = DeviceSteps(learner, staging, capture=capture)
+        steps.capture()
+        assert steps.mode == ("cuda_graphs" if capture else "eager")
+        g.manual_seed(5)
+        actions = []
+        for _ in range(4):  # several replays: state (noise, RNG, ring cursor) must advance
+            staging.obs_t.copy_(torch.randn(staging.obs_t.shape, generator=g))
+            staging.dones_t.copy_((torch.rand(setup.num_envs, generator=g) < 0.3).float())
+            steps.act()
+            actions.append(staging.actions_t.clone())
+            staging.slab_t.copy_(torch.randn(staging.slab_t.shape, generator=g))
+            steps.store()
+        torch.cuda.synchronize()
+        results[capture] = (actions, _device_state(learner), learner.ring.cursor)
+    (eager_a, eager_s, eager_c), (graph_a, graph_s, graph_c) = results[False], results[True]
+    assert all(torch.equal(a, b) for a, b in zip(eager_a, graph_a, strict=True))
+    assert not torch.equal(eager_a[0], eager_a[1])  # the steps did advance
+    assert [k for k in eager_s if not torch.equal(eager_s[k], graph_s[k])] == []
+    assert eager_c == graph_c
+
+
+def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
+    final = {}
+    for capture in (False, True):
+        cfg = tiny_config(
+            num_envs=16,
+            iterations=14,
+            path="cudagraph",
+            hardware=CUDA,
+            capture_device_steps=capture,
+        )
+        train(cfg, run_dir=tmp_path / str(capture), env_factory=_factory)
+        s = read_summary(tmp_path / str(capture))
+        assert s["training_config"]["device_steps"] == ("cuda_graphs" if capture else "eager")
+        final[capture] = load_checkpoint(resolve_resume_path(tmp_path / str(capture)))
+    a, b = final[False], final[True]
+    assert [
+        k
+        for k in a["learner"]["tensors"]
+        if not torch.equal(a["learner"]["tensors"][k], b["learner"]["tensors"][k])
+    ] == []
+    assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])

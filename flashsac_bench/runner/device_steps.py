@@ -1,0 +1,158 @@
+"""The two small device steps around each env step: act, and store the tick's rows.
+
+  act:   observations (host) -> exploration actions (host)
+  store: packed transitions (host) -> replay ring, reward statistics
+
+They are not part of the update cycle, but they sit on the iteration's serial path (the env
+step needs the actions; the next act needs the ring and statistics), so their host cost adds
+directly to iter_ms: as plain eager calls they took ~5.3 ms and ~1.1 ms per iteration on the
+H200 while the env step took ~19 ms (docs/benchmarks.md). On CUDA each is therefore captured
+once as its own small CUDA graph (`run.capture_device_steps`, every path, so that the paths
+differ only in how the update cycle runs); the host then issues three copies and one replay
+per step. The graphs run the same kernels as the eager calls (tests/runner/test_runner_gpu.py
+compares them bit for bit). Host <-> device copies stay outside the graphs, from and into the
+pinned staging buffers.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+
+import torch
+
+from flashsac_bench.learner.learner import FlashSACLearner
+from flashsac_bench.runner.collector import Staging
+
+log = logging.getLogger(__name__)
+
+
+class DeviceSteps:
+    def __init__(self, learner: FlashSACLearner, staging: Staging, capture: bool) -> None:
+        self.learner, self.staging = learner, staging
+        self.cuda = learner.device.type == "cuda"
+        self.capture_requested = capture and self.cuda
+        ring = learner.ring
+        lay = ring.layout
+        if self.cuda:
+            n, dev = staging.num_envs, learner.device
+            # Static device buffers: the graphs read and write these addresses on every replay.
+            self.obs = torch.zeros(n, lay.obs_dim, device=dev)
+            self.dones = torch.zeros(n, device=dev)
+            self.actions = torch.zeros(n, lay.action_dim, device=dev)
+            self.slab = torch.zeros(n, lay.width, device=dev)
+            self.event = torch.cuda.Event()
+        else:
+            self.obs, self.dones = staging.obs_t, staging.dones_t
+            self.actions, self.slab = staging.actions_t, staging.slab_t
+        self.r_col = lay.span("rewards")[0]
+        self.t_col = lay.span("terminated")[0]
+        self.u_col = lay.span("truncated")[0]
+        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        self.capture_error: str | None = None
+
+    # ------------------------------------------------------------------ the two steps
+    def _act(self) -> None:
+        self.actions.copy_(self.learner.act(self.obs, self.dones))
+
+    def _store(self) -> None:
+        slab, learner = self.slab, self.learner
+        learner.ring.write_rows(slab)
+        dones = (slab[:, self.t_col] + slab[:, self.u_col]) > 0
+        learner.update_reward_stats(slab[:, self.r_col], dones)
+
+    def act(self) -> None:
+        """Policy actions for staging.obs / staging.dones into staging.actions, then wait for
+        them: the one host <-> device synchronization of an iteration."""
+        s = self.staging
+        if self.cuda:
+            self.obs.copy_(s.obs_t, non_blocking=True)
+            self.dones.copy_(s.dones_t, non_blocking=True)
+        self._run("act", self._act)
+        if self.cuda:
+            s.actions_t.copy_(self.actions, non_blocking=True)
+            self.sync()
+
+    def act_random(self) -> None:
+        """Uniform random actions (before learning starts); eager, these iterations are
+        excluded from the statistics."""
+        actions = self.learner.act_random(self.staging.num_envs)
+        self.staging.actions_t.copy_(actions, non_blocking=True)
+        if self.cuda:
+            self.sync()
+
+    def store(self) -> None:
+        """Insert staging.slab into the ring and update the reward statistics (asynchronous)."""
+        if self.cuda:
+            self.slab.copy_(self.staging.slab_t, non_blocking=True)
+        self._run("store", self._store)
+        self.learner.ring.advance(self.staging.num_envs)
+
+    def sync(self) -> None:
+        self.event.record()
+        self.event.synchronize()
+
+    def _run(self, name: str, fn: Callable[[], None]) -> None:
+        graph = self.graphs.get(name)
+        if graph is not None:
+            graph.replay()
+        else:
+            fn()
+
+    # ------------------------------------------------------------------ capture
+    def capture(self) -> None:
+        """Capture both steps (before the loop; counted in the cold start). Each is first run
+        once on a side stream so that lazy initialization happens outside the capture, and
+        everything it wrote is restored: capturing records kernels without running them."""
+        if not self.capture_requested or self.graphs:
+            return
+        learner, ring = self.learner, self.learner.ring
+        dev = learner.device
+        state = learner.state.snapshot()
+        n = self.staging.num_envs
+        slots = torch.remainder(
+            ring.cursor_t + torch.arange(n, device=dev, dtype=torch.int64), ring.capacity
+        )
+        rows = ring.storage.index_select(0, slots)
+        cursor, size = ring.cursor_t.clone(), ring.size.clone()
+        try:
+            side = torch.cuda.Stream(dev)
+            side.wait_stream(torch.cuda.current_stream(dev))
+            with torch.cuda.stream(side):
+                self._act()
+                self._store()
+            torch.cuda.current_stream(dev).wait_stream(side)
+            torch.cuda.synchronize(dev)
+            self._restore(state, slots, rows, cursor, size)
+            for name, fn in (("act", self._act), ("store", self._store)):
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                    fn()
+                self.graphs[name] = graph
+        except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
+            self.graphs.clear()
+            self.capture_error = f"{type(err).__name__}: {err}"
+            warnings.warn(
+                f"CUDA graph capture of the act / store steps failed ({self.capture_error}); "
+                "running them eagerly.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            torch.cuda.synchronize(dev)
+            self._restore(state, slots, rows, cursor, size)
+        else:
+            log.info("captured the act and store steps as CUDA graphs")
+
+    def _restore(self, state, slots, rows, cursor, size) -> None:
+        ring = self.learner.ring
+        self.learner.state.restore(state)
+        ring.storage.index_copy_(0, slots, rows)
+        ring.cursor_t.copy_(cursor)
+        ring.size.copy_(size)
+
+    @property
+    def mode(self) -> str:
+        if self.graphs:
+            return "cuda_graphs"
+        return "eager (capture failed)" if self.capture_error else "eager"
