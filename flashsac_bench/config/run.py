@@ -48,6 +48,10 @@ class RunConfig:
     # CUDA: capture the per-iteration act and store steps as small CUDA graphs (every path;
     # see runner.device_steps). Ignored on the CPU.
     capture_device_steps: bool = True
+    # Store tick k's rows in iteration k+1, after releasing the collector for tick k+1 and
+    # before that iteration's update, so the store leaves the iteration's serial path. Every
+    # number stays the same (the update still sees every earlier tick); false: store at once.
+    overlap_store: bool = True
 
     def __post_init__(self) -> None:
         for key in ("num_envs", "iterations", "summary_last", "log_every"):

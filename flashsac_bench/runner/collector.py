@@ -6,9 +6,9 @@ device ring (see learner.replay.RowLayout), so the main thread inserts the whole
 contiguous host->device copy. The slab and the acting buffers are pinned when the learner is on
 CUDA.
 
-Buffer reuse needs no extra synchronization: the main thread enqueues the host->device copies
-of tick k before the action hand-off of tick k+1, and that hand-off synchronizes the stream, so
-those copies are complete before the collector is released to overwrite the buffers.
+Buffer reuse needs no extra synchronization: the main thread enqueues the host->device copy of
+a slab before the action hand-off that precedes the next tick packed into that slab, and that
+hand-off synchronizes the stream, so the copy is complete before the collector overwrites it.
 """
 
 from __future__ import annotations
@@ -53,7 +53,14 @@ class _Failure:
 
 
 class Staging:
-    """Host buffers shared by the collector thread and the main thread."""
+    """Host buffers shared by the collector thread and the main thread.
+
+    Two packed slabs: the collector packs tick k into the selected one (`select`), so the main
+    thread's host->device copy of tick k-1 from the other slab may still be in flight while the
+    envs step (run.overlap_store, see runner.loop).
+    """
+
+    SLABS = 2
 
     def __init__(self, layout: RowLayout, num_envs: int, pin: bool) -> None:
         def alloc(*shape: int) -> torch.Tensor:
@@ -61,20 +68,28 @@ class Staging:
 
         self.layout = layout
         self.num_envs = num_envs
-        self.slab_t = alloc(num_envs, layout.width)
+        self.slabs_t = [alloc(num_envs, layout.width) for _ in range(self.SLABS)]
+        self._slab_cols = [
+            {name: t.numpy()[:, a:b] for name, (a, b) in layout.spans.items()} for t in self.slabs_t
+        ]
         self.obs_t = alloc(num_envs, layout.obs_dim)
         self.dones_t = alloc(num_envs)
         self.actions_t = alloc(num_envs, layout.action_dim)
-        self.slab = self.slab_t.numpy()
         self.obs = self.obs_t.numpy()
         self.dones = self.dones_t.numpy()
         self.actions = self.actions_t.numpy()
         self.critic_obs = np.zeros((num_envs, layout.critic_obs_dim), dtype=np.float32)
-        self.cols = {name: self.col(name) for name in layout.spans}
+        self.select(0)
+
+    def select(self, index: int) -> None:
+        """The slab (and its column views) the next pack_tick writes."""
+        self.index = index
+        self.slab_t = self.slabs_t[index]
+        self.slab = self.slab_t.numpy()
+        self.cols = self._slab_cols[index]
 
     def col(self, name: str) -> np.ndarray:
-        a, b = self.layout.span(name)
-        return self.slab[:, a:b]
+        return self.cols[name]
 
     def set_current(self, obs: np.ndarray, critic_obs: np.ndarray, dones: np.ndarray) -> None:
         self.obs[:] = obs

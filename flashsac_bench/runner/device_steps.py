@@ -44,8 +44,8 @@ class DeviceSteps:
             self.slab = torch.zeros(n, lay.width, device=dev)
             self.event = torch.cuda.Event()
         else:
-            self.obs, self.dones = staging.obs_t, staging.dones_t
-            self.actions, self.slab = staging.actions_t, staging.slab_t
+            self.obs, self.dones, self.actions = staging.obs_t, staging.dones_t, staging.actions_t
+            self.slab = staging.slab_t  # only read by capture(), which does nothing on the CPU
         self.r_col = lay.span("rewards")[0]
         self.t_col = lay.span("terminated")[0]
         self.u_col = lay.span("truncated")[0]
@@ -57,7 +57,10 @@ class DeviceSteps:
         self.actions.copy_(self.learner.act(self.obs, self.dones))
 
     def _store(self) -> None:
-        slab, learner = self.slab, self.learner
+        self._store_rows(self.slab)
+
+    def _store_rows(self, slab: torch.Tensor) -> None:
+        learner = self.learner
         learner.ring.write_rows(slab)
         dones = (slab[:, self.t_col] + slab[:, self.u_col]) > 0
         learner.update_reward_stats(slab[:, self.r_col], dones)
@@ -82,12 +85,14 @@ class DeviceSteps:
         if self.cuda:
             self.sync()
 
-    def store(self) -> None:
-        """Insert staging.slab into the ring and update the reward statistics (asynchronous)."""
+    def store(self, host_slab: torch.Tensor) -> None:
+        """Write one tick's packed rows (a staging slab) into the ring and update the reward
+        statistics; asynchronous on CUDA. The ring's host mirror is the caller's (advance)."""
         if self.cuda:
-            self.slab.copy_(self.staging.slab_t, non_blocking=True)
-        self._run("store", self._store)
-        self.learner.ring.advance(self.staging.num_envs)
+            self.slab.copy_(host_slab, non_blocking=True)
+            self._run("store", self._store)
+        else:
+            self._store_rows(host_slab)
 
     def sync(self) -> None:
         self.event.record()

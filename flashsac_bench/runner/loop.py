@@ -7,11 +7,14 @@ Iteration k (one env step of every env):
      graphs on CUDA, see runner.device_steps). It also guarantees that iteration k-1's
      update, metric copy and CUDA events are complete, so
   2. iteration k-1's late values (learner GPU time, loss metrics) are read without waiting;
-  3. the collector thread is released to step the envs with those actions ...
-  4. ... while the main thread launches the update cycle on what is already in the ring and
-     copies its metric buffer asynchronously into pinned host memory;
-  5. join the collector, insert the packed transitions (next_obs = true final obs) into the
-     device ring with one copy, and update the reward statistics from them.
+  3. the collector thread is released to step the envs with those actions (packing tick k
+     into one of two pinned slabs) ...
+  4. ... while the main thread stores tick k-1 from the other slab (run.overlap_store: its
+     copy, replay insert and reward statistics), then launches the update cycle on the ring
+     -- in that order on one stream, so the update sees every earlier tick -- and copies its
+     metric buffer asynchronously into pinned host memory;
+  5. join the collector (without overlap_store, store tick k now).
+Transitions are packed with next_obs = the true final obs.
 """
 
 from __future__ import annotations
@@ -136,6 +139,7 @@ class Runner:
         self.lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
         self.training_config = self._static_training_config()
         self._pending: dict[str, Any] | None = None
+        self._pending_store: int | None = None  # staging slab whose tick is not stored yet
         self._window: list[dict[str, Any]] = []
         self._window_terms: list[dict[str, float]] = []
         self._env_metrics: dict[str, float] = {}
@@ -196,6 +200,7 @@ class Runner:
             "seed": c.run.seed,
             "time_limit_s": c.run.time_limit_s,
             "capture_device_steps": c.run.capture_device_steps,
+            "overlap_store": c.run.overlap_store,
         }
 
     def _setup(self) -> None:
@@ -348,6 +353,7 @@ class Runner:
         ring = learner.ring
         iterations, log_every = c.run.iterations, c.run.log_every
         limit = c.run.time_limit_s
+        overlap = c.run.overlap_store
         self.status = "running"
         self._loop_t0 = time.perf_counter()
         for k in range(self.start_iteration, iterations):
@@ -368,22 +374,27 @@ class Runner:
             # 2. iteration k-1's late values are complete now
             self._finalize_pending()
             # 3. collector steps the envs ...
+            self.staging.select(k % Staging.SLABS if overlap else 0)
             collector.submit(k, want_metrics=(k + 1) % log_every == 0 or k == iterations - 1)
             t2 = time.perf_counter()
-            # 4. ... while the learner updates from the ring
+            # 4. ... while tick k-1 is stored (run.overlap_store) and the learner updates from
+            # the ring, in that order on one stream: the update sees every earlier tick.
+            insert_ms = self._flush_store()
             if learning:
                 self.timer.start()
                 learner.update()
                 self.metrics_host.copy_(learner.metrics_tensor(), non_blocking=True)
                 self.timer.stop()
             t3 = time.perf_counter()
-            # 5. join, insert, reward statistics
+            # 5. join; store now, or (overlap) in the next iteration while the envs step
             tick = collector.wait()
             t4 = time.perf_counter()
-            steps.store()
-            t5 = time.perf_counter()
+            ring.advance(self.num_envs)  # host mirror: tick k counts from the next iteration on
+            self._pending_store = self.staging.index
+            if not overlap:
+                insert_ms += self._flush_store()
 
-            row = self._row(k, learning, tick, t0, t1, t2, t3, t4, t5)
+            row = self._row(k, learning, tick, insert_ms, t0, t1, t2, t3, t4)
             self.rows_all.append(row)
             if learning:
                 self._pending = row  # learner time and losses arrive next iteration
@@ -395,13 +406,25 @@ class Runner:
             every = c.run.checkpoint_every
             if every and self.done_iterations % every == 0 and self.done_iterations < iterations:
                 self._checkpoint()
+        self._flush_store()
         if cuda:
             torch.cuda.synchronize(self.device)
         self._finalize_pending()
         self._flush_window()
 
-    def _row(self, k: int, learning: bool, tick: TickResult, *t: float) -> dict[str, Any]:
-        t0, t1, t2, t3, t4, t5 = t
+    def _flush_store(self) -> float:
+        """Store the tick waiting in a staging slab, if any; returns the host ms it took."""
+        if self._pending_store is None:
+            return 0.0
+        t = time.perf_counter()
+        self.steps.store(self.staging.slabs_t[self._pending_store])
+        self._pending_store = None
+        return (time.perf_counter() - t) * 1e3
+
+    def _row(
+        self, k: int, learning: bool, tick: TickResult, insert_ms: float, *t: float
+    ) -> dict[str, Any]:
+        t0, t1, t2, t3, t4 = t
         for ret, length in zip(tick.episode_returns, tick.episode_lengths, strict=True):
             self.returns.append(float(ret))
             self.lengths.append(float(length))
@@ -417,7 +440,7 @@ class Runner:
             "action_ms": (t1 - t0) * ms,
             "learner_host_ms": (t3 - t2) * ms if learning else None,
             "collector_wait_ms": (t4 - t3) * ms,
-            "insert_ms": (t5 - t4) * ms,
+            "insert_ms": insert_ms,
             "replay_rows": self.learner.ring.count if self.learner else None,
             "reward_mean": tick.reward_mean,
             "episodes_done": len(tick.episode_returns),
@@ -484,6 +507,7 @@ class Runner:
     def _checkpoint(self) -> Path:
         assert self.learner is not None
         t = time.perf_counter()
+        self._flush_store()  # the checkpoint's ring holds every finished tick
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         self._finalize_pending()

@@ -38,6 +38,10 @@ TIMING_SEMANTICS = {
         "host wall time of one iteration: action hand-off, update launch, collector join, "
         "replay insert, reward stats, logging; excludes checkpoint writes"
     ),
+    "insert_ms": (
+        "host time of the store call (replay insert + reward stats) issued in the iteration; "
+        "with run.overlap_store it stores the previous tick while the envs step"
+    ),
     "rows": (
         "learning iterations only (warmup iterations with random actions and no update are "
         "in rows_all with learning=false), then [skip_first:][-summary_last:]"

@@ -47,7 +47,7 @@ grep -h -E "passed|failed|NUMERICS|checks:" $W/logs/gpu_tests.log $W/logs/numeri
 
 # 3. The timed runs, alone, from a cold cache: u2 on every path, then u8 compiled (a second
 #    process on the now-warm cache: its first job's cold_start_s is the warm-cache figure).
-#    u8 eager (~6 min) does not fit this call: it runs on its own (u8_eager.sh).
+#    u8 eager (~6 min) does not fit this call: it runs in training_rest.sh.
 export TORCHINDUCTOR_CACHE_DIR=/tmp/ind_sweep TRITON_CACHE_DIR=/tmp/tri_sweep
 left() { local s=$((DEADLINE - SECONDS)); echo $((s > 30 ? s : 30)); }
 step sweep_u2 timeout -s TERM -k 15 $(left) python3 -m flashsac_bench -m +experiment=bench_h200 \

@@ -99,7 +99,8 @@ def test_captured_act_and_store_equal_the_eager_steps_bit_for_bit():
             steps.act()
             actions.append(staging.actions_t.clone())
             staging.slab_t.copy_(torch.randn(staging.slab_t.shape, generator=g))
-            steps.store()
+            steps.store(staging.slab_t)
+            learner.ring.advance(setup.num_envs)
         torch.cuda.synchronize()
         results[capture] = (actions, _device_state(learner), learner.ring.cursor)
     (eager_a, eager_s, eager_c), (graph_a, graph_s, graph_c) = results[False], results[True]
@@ -110,6 +111,8 @@ def test_captured_act_and_store_equal_the_eager_steps_bit_for_bit():
 
 
 def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
+    """Eager steps storing at once vs captured steps storing the previous tick while the envs
+    step (async copies from double-buffered pinned slabs): the same training, bit for bit."""
     final = {}
     for capture in (False, True):
         cfg = tiny_config(
@@ -118,6 +121,7 @@ def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
             path="cudagraph",
             hardware=CUDA,
             capture_device_steps=capture,
+            overlap_store=capture,
         )
         train(cfg, run_dir=tmp_path / str(capture), env_factory=_factory)
         s = read_summary(tmp_path / str(capture))

@@ -149,3 +149,20 @@ def test_resume_with_the_real_g1_env(tmp_path, monkeypatch):
     assert _env_state_equal(final_a["env"], final_c["env"])
     assert c["rows_all"][n]["critic_loss"] == a["rows_all"][n]["critic_loss"]
     assert a["training_config"]["obs_dim"] == 98 and a["training_config"]["action_dim"] == 29
+
+
+def test_overlapped_store_computes_the_same_run(fake_runs, tmp_path):
+    """run.overlap_store moves tick k's store into iteration k+1 (while the envs step, before
+    that iteration's update): every update must still see the same ring and reward statistics."""
+    tmp, a, *_ = fake_runs  # a: overlap_store=true (the default), N+1 iterations
+    assert a["training_config"]["overlap_store"] is True
+    serial = _run(tmp_path / "serial", iterations=N + 1, overlap_store=False)
+    _assert_same_state(
+        load_checkpoint(resolve_resume_path(tmp / "a")),
+        load_checkpoint(resolve_resume_path(tmp_path / "serial")),
+    )
+    keys = ("critic_loss", "actor_loss", "q_mean", "reward_scale", "reward_mean")
+    assert [{k: r[k] for k in keys} for r in serial["rows_all"]] == [
+        {k: r[k] for k in keys} for r in a["rows_all"]
+    ]
+    assert serial["rows_all"][-1]["critic_loss"] is not None  # the comparison covers updates

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call (issue 5), packed into $OUT/training_rest.tgz:
+#   1. run.overlap_store A/B side by side (u2 cudagraph, one process): false = store at the
+#      end of the iteration (as measured on 2026-12-03), true = store while the envs step;
+#   2. the u8 rows of the real-training protocol with the current code, u8 eager (~6 min) last.
+#   bash scripts/device/training_rest.sh [deadline_s]
+source scripts/device/setup.sh
+DEADLINE=${1:-570}
+W=/tmp/work; mkdir -p $W/logs
+left() { local s=$((DEADLINE - SECONDS)); echo $((s > 30 ? s : 30)); }
+timeout -s TERM -k 15 $(left) python3 -m flashsac_bench -m +experiment=bench_h200 update=u2 \
+  path=cudagraph run.overlap_store=false,true hydra.sweep.dir=$W/overlap_ab \
+  run.progress=plain > $W/logs/overlap_ab.log 2>&1
+echo "== overlap A/B rc=$? ${SECONDS}s"
+timeout -s TERM -k 15 $(left) python3 -m flashsac_bench -m +experiment=bench_h200 update=u8 \
+  path=cudagraph,compile,eager hydra.sweep.dir=$W/sweep_u8 run.progress=plain \
+  > $W/logs/sweep_u8.log 2>&1
+echo "== u8 sweep rc=$? ${SECONDS}s"
+python3 - $W <<'PY'
+import glob, json, sys
+for p in sorted(glob.glob(f"{sys.argv[1]}/*/*/summary.json")):
+    s = json.load(open(p))
+    tc = s["training_config"]
+    med = {k: s[k]["median"] for k in ("learner_train_ms", "collector_cycle_ms", "iter_ms")}
+    print(p.split("/")[-3], p.split("/")[-2], "overlap_store", tc.get("overlap_store"),
+          s["status"], s["iterations_done"], {k: v and round(v, 2) for k, v in med.items()},
+          "overlap", s["overlap_efficiency"] and round(s["overlap_efficiency"], 3))
+PY
+find $W -name "*.pt" -delete
+tar czf $OUT/training_rest.tgz -C $W .
