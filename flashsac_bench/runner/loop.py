@@ -376,10 +376,10 @@ class Runner:
             # 3. collector steps the envs ...
             self.staging.select(k % Staging.SLABS if overlap else 0)
             collector.submit(k, want_metrics=(k + 1) % log_every == 0 or k == iterations - 1)
-            t2 = time.perf_counter()
             # 4. ... while tick k-1 is stored (run.overlap_store) and the learner updates from
             # the ring, in that order on one stream: the update sees every earlier tick.
             insert_ms = self._flush_store()
+            t2 = time.perf_counter()
             if learning:
                 self.timer.start()
                 learner.update()
