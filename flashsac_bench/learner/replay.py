@@ -93,14 +93,17 @@ class ReplayRing:
         n = slab.shape[0]
         if n > self.capacity:
             raise ValueError(f"cannot insert {n} rows into a ring of capacity {self.capacity}")
+        self.storage.index_copy_(0, self.next_slots(n), slab)
+        self.cursor_t.copy_(torch.remainder(self.cursor_t + n, self.capacity))
+        self.size.copy_(torch.clamp(self.size + n, max=self.capacity))
+
+    def next_slots(self, n: int) -> torch.Tensor:
+        """Device indices of the n slots the next write of n rows fills."""
         offsets = self._offsets.get(n)
         if offsets is None:
             offsets = torch.arange(n, dtype=torch.int64, device=self.storage.device)
             self._offsets[n] = offsets
-        slots = torch.remainder(self.cursor_t + offsets, self.capacity)
-        self.storage.index_copy_(0, slots, slab)
-        self.cursor_t.copy_(torch.remainder(self.cursor_t + n, self.capacity))
-        self.size.copy_(torch.clamp(self.size + n, max=self.capacity))
+        return torch.remainder(self.cursor_t + offsets, self.capacity)
 
     def advance(self, n: int) -> None:
         """Host mirror of `write_rows(n rows)`."""

@@ -88,9 +88,6 @@ class Staging:
         self.slab = self.slab_t.numpy()
         self.cols = self._slab_cols[index]
 
-    def col(self, name: str) -> np.ndarray:
-        return self.cols[name]
-
     def set_current(self, obs: np.ndarray, critic_obs: np.ndarray, dones: np.ndarray) -> None:
         self.obs[:] = obs
         self.critic_obs[:] = critic_obs

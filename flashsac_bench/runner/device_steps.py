@@ -43,9 +43,8 @@ class DeviceSteps:
             self.actions = torch.zeros(n, lay.action_dim, device=dev)
             self.slab = torch.zeros(n, lay.width, device=dev)
             self.event = torch.cuda.Event()
-        else:
+        else:  # no graphs and no copies: the steps work on the staging buffers directly
             self.obs, self.dones, self.actions = staging.obs_t, staging.dones_t, staging.actions_t
-            self.slab = staging.slab_t  # only read by capture(), which does nothing on the CPU
         self.r_col = lay.span("rewards")[0]
         self.t_col = lay.span("terminated")[0]
         self.u_col = lay.span("truncated")[0]
@@ -56,7 +55,7 @@ class DeviceSteps:
     def _act(self) -> None:
         self.actions.copy_(self.learner.act(self.obs, self.dones))
 
-    def _store(self) -> None:
+    def _store(self) -> None:  # CUDA only: the graph body, on the static landing buffer
         self._store_rows(self.slab)
 
     def _store_rows(self, slab: torch.Tensor) -> None:
@@ -115,10 +114,7 @@ class DeviceSteps:
         learner, ring = self.learner, self.learner.ring
         dev = learner.device
         state = learner.state.snapshot()
-        n = self.staging.num_envs
-        slots = torch.remainder(
-            ring.cursor_t + torch.arange(n, device=dev, dtype=torch.int64), ring.capacity
-        )
+        slots = ring.next_slots(self.staging.num_envs)  # what the warm-up store overwrites
         rows = ring.storage.index_select(0, slots)
         cursor, size = ring.cursor_t.clone(), ring.size.clone()
         try:
