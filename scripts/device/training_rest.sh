@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call (issue 5), packed into $OUT/training_rest.tgz:
-#   1. run.overlap_store A/B side by side (u2 cudagraph, one process): false = store at the
-#      end of the iteration (as measured on 2026-12-03), true = store while the envs step;
+#   1. side-by-side A/B in one process (u2 cudagraph, 600 iterations, stats over the last 500):
+#      run.capture_device_steps (eager act/store vs CUDA graphs) x run.overlap_store (store at
+#      the end of the iteration vs while the envs step);
 #   2. the u8 rows of the real-training protocol with the current code, u8 eager (~6 min) last.
 #   bash scripts/device/training_rest.sh [deadline_s]
 source scripts/device/setup.sh
@@ -9,7 +10,8 @@ DEADLINE=${1:-570}
 W=/tmp/work; mkdir -p $W/logs
 left() { local s=$((DEADLINE - SECONDS)); echo $((s > 30 ? s : 30)); }
 timeout -s TERM -k 15 $(left) python3 -m flashsac_bench -m +experiment=bench_h200 update=u2 \
-  path=cudagraph run.overlap_store=false,true hydra.sweep.dir=$W/overlap_ab \
+  path=cudagraph run.capture_device_steps=false,true run.overlap_store=false,true \
+  run.iterations=600 hydra.sweep.dir=$W/overlap_ab \
   run.progress=plain > $W/logs/overlap_ab.log 2>&1
 echo "== overlap A/B rc=$? ${SECONDS}s"
 timeout -s TERM -k 15 $(left) python3 -m flashsac_bench -m +experiment=bench_h200 update=u8 \
@@ -22,7 +24,8 @@ for p in sorted(glob.glob(f"{sys.argv[1]}/*/*/summary.json")):
     s = json.load(open(p))
     tc = s["training_config"]
     med = {k: s[k]["median"] for k in ("learner_train_ms", "collector_cycle_ms", "iter_ms")}
-    print(p.split("/")[-3], p.split("/")[-2], "overlap_store", tc.get("overlap_store"),
+    print(p.split("/")[-3], p.split("/")[-2], "graphs", tc.get("capture_device_steps"),
+          "overlap_store", tc.get("overlap_store"),
           s["status"], s["iterations_done"], {k: v and round(v, 2) for k, v in med.items()},
           "overlap", s["overlap_efficiency"] and round(s["overlap_efficiency"], 3))
 PY
