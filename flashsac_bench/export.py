@@ -153,6 +153,7 @@ def load_trained_learner(
         dtype=cfg.hardware.resolved_dtype(),
         path=PathConfig(name="eager"),
         seed=cfg.run.seed,
+        gemm_align=cfg.hardware.resolved_gemm_align(),
     )
     learner.load_state_dict(sd)
     return TrainedLearner(

@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eager-cycles", type=int, default=30, help="fewer for the slow eager path")
     ap.add_argument("--reference", choices=["none", "unilab-rl"], default="none")
     ap.add_argument("--reference-configs", default="all", help='"all" or e.g. "2048x8,256x8"')
+    ap.add_argument(
+        "--gemm-align",
+        default="0",
+        help="matmul dim padding; a list times each side by side (1,8); 0: 8 on CUDA, 1 on CPU",
+    )
     ap.add_argument("--tiny", action="store_true", help="small networks (CPU smoke test)")
     ap.add_argument("--output", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -65,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             "updates_per_step": setup.updates_per_step,
             "policy_frequency": setup.policy_frequency,
             "dtype": setup.dtype,
+            "gemm_align": setup.resolved_gemm_align if impl == "ours" else None,
             "median_ms": round(timing.median_ms, 4),
             "p90_ms": round(timing.p90_ms, 4),
             "mean_ms": round(timing.mean_ms, 4),
@@ -73,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
             **meta,
         }
         rows.append(row)
+        align = f"align {setup.resolved_gemm_align}" if impl == "ours" else "(upstream)"
         print(
-            f"{impl:>9} {path:>9} B={setup.batch_size:<5} u{setup.updates_per_step:<2} "
+            f"{impl:>9} {path:>9} {align:>10} B={setup.batch_size:<5} u{setup.updates_per_step:<2} "
             f"median {timing.median_ms:9.3f} ms  p90 {timing.p90_ms:9.3f} ms  "
             f"cold {timing.cold_start_s:6.1f} s",
             flush=True,
@@ -88,20 +95,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
-            setup = Setup(
-                batch_size=b,
-                updates_per_step=u,
-                policy_frequency=args.policy_frequency,
-                capacity_batches=4,
-                tiny=args.tiny,
-                dtype=args.dtype,
-                device=args.device,
-            )
             last = None
-            for path in args.paths.split(","):
-                cycles = args.eager_cycles if path == "eager" else args.cycles
-                timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
-                record("ours", path, setup, timing)
+            for align in (int(x) for x in args.gemm_align.split(",")):
+                setup = Setup(
+                    batch_size=b,
+                    updates_per_step=u,
+                    policy_frequency=args.policy_frequency,
+                    capacity_batches=4,
+                    tiny=args.tiny,
+                    dtype=args.dtype,
+                    device=args.device,
+                    gemm_align=align,
+                )
+                for path in args.paths.split(","):
+                    cycles = args.eager_cycles if path == "eager" else args.cycles
+                    del last  # one learner (and its compiled graphs) alive at a time
+                    timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
+                    record("ours", path, setup, timing)
             if args.reference == "unilab-rl" and (ref_configs is None or f"{b}x{u}" in ref_configs):
                 try:
                     timing = time_unilab(setup, last, args.cycles, args.warmup)
@@ -114,21 +124,26 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\nmedian ms per cycle (ratios within this run)")
     print(
-        f"{'B':>5} {'u':>3} "
+        f"{'B':>5} {'u':>3} {'align':>5} "
         + " ".join(f"{p:>10}" for p in ["eager", "compile", "cudagraph", "unilab-rl"])
         + "   eager/graph  upstream/graph"
     )
-    keyed = {(r["impl"], r["path"], r["batch_size"], r["updates_per_step"]): r for r in rows}
+    keyed = {
+        (r["impl"], r["path"], r["batch_size"], r["updates_per_step"], r["gemm_align"]): r
+        for r in rows
+    }
+    ref = {(r["batch_size"], r["updates_per_step"]): r for r in rows if r["impl"] != "ours"}
     for b in sorted({r["batch_size"] for r in rows}):
         for u in sorted({r["updates_per_step"] for r in rows}):
-            vals = [keyed.get(("ours", p, b, u)) for p in ("eager", "compile", "cudagraph")]
-            vals.append(keyed.get(("unilab-rl", "cudagraph", b, u)))
-            med = [v["median_ms"] if v else float("nan") for v in vals]
-            print(
-                f"{b:>5} {u:>3} "
-                + " ".join(f"{m:10.3f}" for m in med)
-                + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x"
-            )
+            for a in sorted({r["gemm_align"] for r in rows if r["impl"] == "ours"}):
+                paths = ("eager", "compile", "cudagraph")
+                vals = [keyed.get(("ours", p, b, u, a)) for p in paths] + [ref.get((b, u))]
+                med = [v["median_ms"] if v else float("nan") for v in vals]
+                print(
+                    f"{b:>5} {u:>3} {a:>5} "
+                    + " ".join(f"{m:10.3f}" for m in med)
+                    + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x"
+                )
     return 0
 
 

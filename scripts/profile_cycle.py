@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--output", type=Path, default=None)
+    ap.add_argument(
+        "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
+    )
     args = ap.parse_args(argv)
     options = {}
     for item in args.inductor_option:
@@ -41,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         capacity_batches=4,
         dtype=args.dtype,
         device="cuda",
+        gemm_align=args.gemm_align,
     )
     learner = build_learner(setup, args.path, inductor_options=options)
     learner.warmup()

@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-envs", type=int, default=256)
     ap.add_argument("--tiny", action="store_true", help="small networks (fast CPU compile)")
     ap.add_argument("--output", type=Path, default=None, help="JSON report path")
+    ap.add_argument(
+        "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
+    )
     args = ap.parse_args(argv)
     paths = args.paths.split(",")
     if paths[0] != "eager":
@@ -42,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             tiny=args.tiny,
             dtype=args.dtype,
             device=args.device,
+            gemm_align=args.gemm_align,
         )
         reports.append(compare_paths(setup, paths, args.iterations, args.matmul_precision))
     ok = all(r["ok"] for r in reports)

@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     ap.add_argument("--num-envs", type=int, default=256)
     ap.add_argument("--output", type=Path, default=None)
+    ap.add_argument(
+        "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
+    )
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("validate_replay_stability: needs a CUDA device", file=sys.stderr)
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         capacity_batches=4,
         dtype=args.dtype,
         device="cuda",
+        gemm_align=args.gemm_align,
     )
     report = replay_stability(setup, args.replays)
     report["argv"] = sys.argv

@@ -22,6 +22,9 @@ class HardwareConfig:
     matmul_precision: str = "highest"
     # torch.set_num_threads for the learner process; 0 leaves torch's default.
     torch_threads: int = 0
+    # Matmul dimensions are zero-padded to multiples of this (exact: padding adds zeros) so that
+    # cuBLAS can use its aligned tensor-core kernels; 0 = auto: 8 on CUDA, 1 (none) on CPU.
+    gemm_align: int = 0
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -42,6 +45,8 @@ class HardwareConfig:
             raise ConfigError(f"hardware.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
         if self.torch_threads < 0:
             raise ConfigError(f"hardware.torch_threads must be >= 0, got {self.torch_threads}")
+        if self.gemm_align < 0:
+            raise ConfigError(f"hardware.gemm_align must be >= 0 (0 = auto), got {self.gemm_align}")
 
     def resolved_device(self) -> str:
         import torch
@@ -49,6 +54,11 @@ class HardwareConfig:
         if self.device == "auto":
             return "cuda" if torch.cuda.is_available() else "cpu"
         return self.device
+
+    def resolved_gemm_align(self) -> int:
+        if self.gemm_align:
+            return self.gemm_align
+        return 8 if self.resolved_device().startswith("cuda") else 1
 
     def resolved_dtype(self) -> str:
         if self.dtype != "auto":

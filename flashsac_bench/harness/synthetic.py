@@ -29,6 +29,13 @@ class Setup:
     dtype: str = "float32"
     device: str = "cpu"
     seed: int = 1
+    gemm_align: int = 0  # 0: the hardware default (8 on CUDA, 1 on the CPU)
+
+    @property
+    def resolved_gemm_align(self) -> int:
+        if self.gemm_align:
+            return self.gemm_align
+        return 8 if self.device.startswith("cuda") else 1
 
     @property
     def capacity(self) -> int:
@@ -57,6 +64,7 @@ def build_learner(
             name=path, compile_mode=compile_mode, inductor_options=dict(inductor_options or {})
         ),
         seed=setup.seed,
+        gemm_align=setup.resolved_gemm_align,
     )
     fill_replay(learner, setup)
     return learner

@@ -56,9 +56,13 @@ class FlashSACLearner:
         dtype: str = "float32",
         path: PathConfig | None = None,
         seed: int = 1,
+        gemm_align: int = 1,
     ) -> None:
         if dtype not in _DTYPES:
             raise ValueError(f"learner dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        if gemm_align < 1:
+            raise ValueError(f"gemm_align must be >= 1, got {gemm_align}")
+        self.gemm_align = gemm_align
         if batch_size > replay_capacity:
             raise ValueError(f"batch_size {batch_size} > replay capacity {replay_capacity}")
         self.cfg, self.update_cfg, self.dims = cfg, update, dims
@@ -139,6 +143,7 @@ class FlashSACLearner:
                 else target_entropy(dims.action, cfg.temp_target_sigma)
             ),
             mm_dtype=_DTYPES[self.dtype],
+            gemm_align=self.gemm_align,
         )
         rng = CounterRNG(seed, dev)
         scalars = torch.zeros(NUM_SCALARS, dtype=torch.float32, device=dev)
@@ -232,6 +237,7 @@ class FlashSACLearner:
             st.actor_spec,
             st.norm,
             st.mm_dtype,
+            st.gemm_align,
         )
 
     @torch.no_grad()

@@ -8,6 +8,13 @@ Linears have no bias (heads excepted). Matmuls run in `mm_dtype` (bf16 on CUDA),
 in fp32 -- the same split autocast makes, written out so every path casts identically. Each
 forward returns the updated BatchNorm running statistics instead of mutating them, so the caller
 decides (and the finite guard gates) whether they are written.
+
+GEMM alignment (`align`, from hardware.gemm_align): a matmul dimension that is not a multiple of
+8 (G1: inputs 130 / 98, heads 101 / 58) keeps cuBLAS on old unaligned kernels instead of the
+Hopper ones. With align > 1 the matmul weights are zero-padded to multiples of `align` in the
+same cast that makes their low-precision copies, the inputs are zero-padded, and the outputs are
+sliced back: the padded products add exact zeros, so the function (and its gradient) is the
+same; only the GEMM kernel, hence the summation order, may differ.
 """
 
 from __future__ import annotations
@@ -107,19 +114,32 @@ def temperature_layout(initial: float) -> Layout:
     return layout
 
 
+def aligned(n: int, align: int) -> int:
+    """n rounded up to a multiple of align."""
+    return -(-n // align) * align
+
+
 def param_views(
-    layout: Layout, flat: torch.Tensor, mm_dtype: torch.dtype
+    layout: Layout, flat: torch.Tensor, mm_dtype: torch.dtype, align: int = 1
 ) -> dict[str, torch.Tensor]:
     """Named parameter views; matmul weights come from ONE cast of the whole vector.
 
     Casting once per network and update (instead of once per layer) is the same arithmetic as
-    autocast's per-weight casts, in one kernel instead of one per layer.
+    autocast's per-weight casts, in one kernel instead of one per layer. Matmul weights whose
+    [out, in] are not multiples of `align` come back zero-padded (see the module docstring).
     """
     full = layout.views(flat)
-    if mm_dtype == flat.dtype:
-        return full
-    low = layout.views(flat.to(mm_dtype))
-    return {k: (low[k] if layout.entries[k].kind == ROWS else v) for k, v in full.items()}
+    low = full if mm_dtype == flat.dtype else layout.views(flat.to(mm_dtype))
+    out = {}
+    for name, view in full.items():
+        if layout.entries[name].kind != ROWS:
+            out[name] = view
+            continue
+        w = low[name]
+        rows, cols = w.shape[-2:]
+        pad_rows, pad_cols = aligned(rows, align) - rows, aligned(cols, align) - cols
+        out[name] = F.pad(w, (0, pad_cols, 0, pad_rows)) if pad_rows or pad_cols else w
+    return out
 
 
 def batch_norm(
@@ -151,9 +171,17 @@ def bn_affine(x_hat: torch.Tensor, affine: torch.Tensor) -> torch.Tensor:
     return x_hat * affine.select(-2, 0).unsqueeze(-2) + affine.select(-2, 1).unsqueeze(-2)
 
 
-def _linear(x: torch.Tensor, w: torch.Tensor, mm_dtype: torch.dtype) -> torch.Tensor:
-    """x [..., B, in] @ w[..., out, in]^T in mm_dtype, result in fp32."""
-    return torch.matmul(x.to(mm_dtype), w.to(mm_dtype).transpose(-1, -2)).float()
+def _linear(x: torch.Tensor, w: torch.Tensor, mm_dtype: torch.dtype, out: int) -> torch.Tensor:
+    """x [..., B, in] @ w[..., out, in]^T in mm_dtype, result [..., B, out] in fp32.
+
+    w may be zero-padded (param_views' `align`): x gets zero columns up to w's in-dim, and the
+    product's padding columns (exact zeros) are sliced off.
+    """
+    pad = w.shape[-1] - x.shape[-1]
+    if pad:
+        x = F.pad(x, (0, pad))
+    y = torch.matmul(x.to(mm_dtype), w.to(mm_dtype).transpose(-1, -2)).float()
+    return y if y.shape[-1] == out else y[..., :out]
 
 
 def trunk(
@@ -179,10 +207,11 @@ def trunk(
         # Every member sees the same input; its statistics are computed per member anyway, so
         # that each running-stat element is written from its own old value only.
         x = x.unsqueeze(0).expand(spec.members, *x.shape)
-    h = _linear(norm_layer("embed.bn", x), p["embed.w"], mm_dtype)
+    hid, inner = spec.hidden, spec.hidden * spec.expansion
+    h = _linear(norm_layer("embed.bn", x), p["embed.w"], mm_dtype, hid)
     for i in range(spec.num_blocks):
-        y = norm_layer(f"block{i}.bn1", _linear(h, p[f"block{i}.w1"], mm_dtype))
-        y = norm_layer(f"block{i}.bn2", _linear(torch.relu(y), p[f"block{i}.w2"], mm_dtype))
+        y = norm_layer(f"block{i}.bn1", _linear(h, p[f"block{i}.w1"], mm_dtype, inner))
+        y = norm_layer(f"block{i}.bn2", _linear(torch.relu(y), p[f"block{i}.w2"], mm_dtype, hid))
         h = h + torch.relu(y)
     h = F.rms_norm(h, (spec.hidden,), eps=norm.rms_eps) * p["rms"].unsqueeze(-2)
     return h, new_b
@@ -198,7 +227,8 @@ def actor_mean_log_std(
     mm_dtype: torch.dtype,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     h, new_b = trunk(p, b, obs, spec, training, norm, mm_dtype)
-    mean, raw = (_linear(h, p["head.w"], mm_dtype) + p["head.b"]).chunk(2, dim=-1)
+    heads = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"]
+    mean, raw = heads.chunk(2, dim=-1)
     # log_std squashed smoothly into [-10, 2] (not clamped).
     log_std = LOG_STD_MIN + (LOG_STD_MAX - LOG_STD_MIN) * 0.5 * (1.0 + torch.tanh(raw))
     return mean, log_std, new_b
@@ -213,10 +243,11 @@ def actor_policy(
     spec: NetSpec,
     norm: NormConfig,
     mm_dtype: torch.dtype,
+    align: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean, log_std) of the acting policy: flat vectors in, BN running statistics (eval)."""
     mean, log_std, _ = actor_mean_log_std(
-        param_views(param_layout, params, mm_dtype),
+        param_views(param_layout, params, mm_dtype, align),
         buffer_layout.views(buffers),
         obs,
         spec,
@@ -255,7 +286,7 @@ def critic_distribution(
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers."""
     h, new_b = trunk(p, b, torch.cat([critic_obs, actions], dim=-1), spec, training, norm, mm_dtype)
-    logits = _linear(h, p["head.w"], mm_dtype) + p["head.b"].unsqueeze(-2)
+    logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
     log_probs = torch.log_softmax(logits, dim=-1)
     q = (torch.exp(log_probs) * support).sum(-1)
     return q, log_probs, new_b

@@ -65,6 +65,7 @@ class UpdateStatics:
     v_max: float
     target_entropy: float
     mm_dtype: torch.dtype
+    gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -136,6 +137,7 @@ def critic_update(
             st.actor_spec,
             st.norm,
             st.mm_dtype,
+            st.gemm_align,
         )
         next_actions, next_log_prob = tanh_normal_sample(mean, log_std, eps_next)
         alpha = torch.exp(s.log_temp)
@@ -145,7 +147,7 @@ def critic_update(
         actions_in = torch.cat([cols["actions"], next_actions])
 
         def critic_on_joint_batch(params: torch.Tensor, buffers: dict[str, torch.Tensor]):
-            p = param_views(st.critic_params, params, st.mm_dtype)
+            p = param_views(st.critic_params, params, st.mm_dtype, st.gemm_align)
             return critic_distribution(
                 p,
                 buffers,
@@ -209,14 +211,14 @@ def actor_update(
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
-    critic_p = param_views(st.critic_params, s.critic_params, st.mm_dtype)
+    critic_p = param_views(st.critic_params, s.critic_params, st.mm_dtype, st.gemm_align)
     critic_b = st.critic_buffers.views(s.critic_buffers)
     actor_b = st.actor_buffers.views(s.actor_buffers)
     alpha = torch.exp(s.log_temp).detach()
 
     def loss_fn(actor_params: torch.Tensor):
         mean, log_std, new_b = actor_mean_log_std(
-            param_views(st.actor_params, actor_params, st.mm_dtype),
+            param_views(st.actor_params, actor_params, st.mm_dtype, st.gemm_align),
             actor_b,
             obs_in,
             st.actor_spec,

@@ -193,6 +193,7 @@ class Runner:
             "device": c.hardware.resolved_device(),
             "dtype": c.hardware.resolved_dtype(),
             "matmul_precision": c.hardware.matmul_precision,
+            "gemm_align": c.hardware.resolved_gemm_align(),
             "torch_threads": c.hardware.torch_threads,
             "backend": c.backend.name,
             "backend_threads": c.backend.resolved_num_threads(c.run.num_envs),
@@ -238,6 +239,7 @@ class Runner:
             dtype=c.hardware.resolved_dtype(),
             path=c.path,
             seed=c.run.seed,
+            gemm_align=c.hardware.resolved_gemm_align(),
         )
         self.startup["learner_build_s"] = time.perf_counter() - t
         self._update_training_config(dims)

@@ -28,6 +28,7 @@ def tiny_learner(
     policy_frequency: int = 2,
     seed: int = 0,
     fill_steps: int = 8,
+    gemm_align: int = 1,
     **cfg_overrides,
 ) -> FlashSACLearner:
     learner = FlashSACLearner(
@@ -39,6 +40,7 @@ def tiny_learner(
         replay_capacity=64,
         path=PathConfig(name=path),
         seed=seed,
+        gemm_align=gemm_align,
     )
     fill_ring(learner, fill_steps)
     return learner
