@@ -50,8 +50,9 @@ class RunConfig:
     capture_device_steps: bool = True
     # Store tick k's rows in iteration k+1, after releasing the collector for tick k+1 and
     # before that iteration's update, so the store leaves the iteration's serial path. Every
-    # number stays the same (the update still sees every earlier tick); false: store at once.
-    overlap_store: bool = True
+    # number stays the same (the update still sees every earlier tick). Off by default: on the
+    # H200 it measured no gain beside the captured store (docs/benchmarks.md, overlap A/B).
+    overlap_store: bool = False
 
     def __post_init__(self) -> None:
         for key in ("num_envs", "iterations", "summary_last", "log_every"):

@@ -59,11 +59,13 @@ def _env_state_equal(a, b) -> bool:
 @pytest.fixture(scope="module")
 def fake_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("resume")
-    a = _run(tmp / "a", iterations=N + 1)  # uninterrupted
-    # b checkpoints every N iterations and keeps going; c resumes from b's iteration-N file
-    b = _run(tmp / "b", iterations=N + 3, checkpoint_every=N)
+    a = _run(tmp / "a", iterations=N + 1)  # uninterrupted, storing at once (the default)
+    # b checkpoints every N iterations and keeps going; c resumes from b's iteration-N file.
+    # Both overlap the store (its pending tick must be flushed before a checkpoint), so their
+    # agreement with `a` also covers that option.
+    b = _run(tmp / "b", iterations=N + 3, checkpoint_every=N, overlap_store=True)
     ckpt_n = checkpoint_path(tmp / "b", N)
-    c = _run(tmp / "c", iterations=N + 1, resume=str(ckpt_n))
+    c = _run(tmp / "c", iterations=N + 1, resume=str(ckpt_n), overlap_store=True)
     return tmp, a, b, c, ckpt_n
 
 
@@ -154,12 +156,13 @@ def test_resume_with_the_real_g1_env(tmp_path, monkeypatch):
 def test_overlapped_store_computes_the_same_run(fake_runs, tmp_path):
     """run.overlap_store moves tick k's store into iteration k+1 (while the envs step, before
     that iteration's update): every update must still see the same ring and reward statistics."""
-    tmp, a, *_ = fake_runs  # a: overlap_store=true (the default), N+1 iterations
+    tmp, serial, *_ = fake_runs  # a: overlap_store=false (the default), N+1 iterations
+    assert serial["training_config"]["overlap_store"] is False
+    a = _run(tmp_path / "overlap", iterations=N + 1, overlap_store=True)
     assert a["training_config"]["overlap_store"] is True
-    serial = _run(tmp_path / "serial", iterations=N + 1, overlap_store=False)
     _assert_same_state(
         load_checkpoint(resolve_resume_path(tmp / "a")),
-        load_checkpoint(resolve_resume_path(tmp_path / "serial")),
+        load_checkpoint(resolve_resume_path(tmp_path / "overlap")),
     )
     keys = ("critic_loss", "actor_loss", "q_mean", "reward_scale", "reward_mean")
     assert [{k: r[k] for k in keys} for r in serial["rows_all"]] == [
