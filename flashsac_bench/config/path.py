@@ -24,6 +24,10 @@ class PathConfig:
     # CUDA only: Inductor's horizontal fusion of independent kernels into one launch. Measured
     # on the H200 (B=256 u8 cudagraph cycle): 1874 -> 1382 kernels, 5.46 -> 4.71 ms.
     combo_kernels: bool = True
+    # CUDA only: the counter RNG's integer hash as compiled code (one kernel per draw instead
+    # of ~70 ATen launches; ~180 launches per u8 cycle on the H200). Exact integer arithmetic:
+    # the same bits as eager.
+    compile_rng: bool = True
     # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)
 

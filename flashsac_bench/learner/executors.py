@@ -77,6 +77,8 @@ class CompileExecutor(EagerExecutor):
         extra.update(path.inductor_options)
         critic = compile_step(learner.critic_kernel, path.compile_mode, graphs, extra)
         actor = compile_step(learner.actor_kernel, path.compile_mode, graphs, extra)
+        if path.compile_rng and learner.device.type == "cuda":
+            learner.state.rng.compile_hash()
         scalars = learner.state.scalars
 
         # The compiled kernels return the next scalar-state vector; copy it back outside the

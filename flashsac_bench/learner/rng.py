@@ -46,6 +46,20 @@ def hash32_int(x: int) -> int:
     return x ^ (x >> 16)
 
 
+def counter_bits(
+    key: torch.Tensor, counter: torch.Tensor, salt: torch.Tensor, numel: int
+) -> torch.Tensor:
+    """The 32-bit hashes of one draw: numel values for (key, stream salt, counter). Pure.
+
+    Written out as ~70 integer tensor ops, so eager runs as many kernels; `CounterRNG.compile_hash`
+    runs it as one compiled kernel. Integer arithmetic is exact: both give the same bits.
+    """
+    stream_key = hash32(key ^ salt)
+    counter_key = hash32((counter & _MASK32) ^ stream_key)
+    idx = torch.arange(numel, dtype=torch.int64, device=counter.device)
+    return hash32(hash32(idx ^ 0x5BD1E995) ^ counter_key)
+
+
 class CounterRNG:
     """Streams of uniform / normal numbers keyed by (seed, stream) and a device counter.
 
@@ -59,12 +73,28 @@ class CounterRNG:
         # never invalidates compiled code or a captured graph.
         self.key = torch.tensor(hash32_int(int(seed)), dtype=torch.int64, device=device)
         self.counter = torch.zeros((), dtype=torch.int64, device=device)
+        self._hash = counter_bits
+        # Stream salts as device constants, made on first use by a fill kernel (no host copy,
+        # no sync); the warm-ups before every capture draw each captured stream once.
+        self._salts: dict[int, torch.Tensor] = {}
+
+    def compile_hash(self) -> None:
+        """Run the hash as compiled code (the compile / cudagraph paths on CUDA). Shapes are
+        dynamic, so one compiled kernel serves every draw size."""
+        self._hash = torch.compile(counter_bits, fullgraph=True, dynamic=True)
+
+    def _salt(self, stream: int) -> torch.Tensor:
+        salt = self._salts.get(stream)
+        if salt is None:
+            value = (stream * 0x9E3779B9) & _MASK32
+            salt = torch.full((), value, dtype=torch.int64, device=self.counter.device)
+            self._salts[stream] = salt
+        return salt
 
     def _bits(self, stream: int, numel: int) -> torch.Tensor:
-        stream_key = hash32(self.key ^ ((stream * 0x9E3779B9) & _MASK32))
-        counter_key = hash32((self.counter & _MASK32) ^ stream_key)
-        idx = torch.arange(numel, dtype=torch.int64, device=self.counter.device)
-        bits = hash32(hash32(idx ^ 0x5BD1E995) ^ counter_key)
+        bits = self._hash(self.key, self.counter, self._salt(stream), numel)
+        # Outside the compiled hash: an in-place increment fused into a kernel that also reads
+        # the counter could be seen by that kernel's later blocks (learner.state.SCALARS).
         self.counter.add_(1)
         return bits
 
