@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from flashsac_bench.harness.learner_bench import time_ours, time_unilab
-from flashsac_bench.harness.synthetic import Setup
+from flashsac_bench.harness.synthetic import Setup, parse_options
 
 
 def _device_name(device: str) -> str:
@@ -49,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         default="0",
         help="matmul dim padding; a list times each side by side (1,8); 0: 8 on CUDA, 1 on CPU",
     )
+    ap.add_argument(
+        "--path-variants",
+        default="",
+        help="';'-separated PathConfig option sets timed side by side, e.g. "
+        "'base;compile_rng=true' ('base' or '' = defaults)",
+    )
     ap.add_argument("--tiny", action="store_true", help="small networks (CPU smoke test)")
     ap.add_argument("--output", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -71,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             "policy_frequency": setup.policy_frequency,
             "dtype": setup.dtype,
             "gemm_align": setup.resolved_gemm_align if impl == "ours" else None,
+            "path_options": dict(setup.path_options) if impl == "ours" else None,
             "median_ms": round(timing.median_ms, 4),
             "p90_ms": round(timing.p90_ms, 4),
             "mean_ms": round(timing.mean_ms, 4),
@@ -79,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             **meta,
         }
         rows.append(row)
-        align = f"align {setup.resolved_gemm_align}" if impl == "ours" else "(upstream)"
+        opts = ",".join(f"{k}={v}" for k, v in setup.path_options) or "base"
+        align = f"align {setup.resolved_gemm_align} {opts}" if impl == "ours" else "(upstream)"
         print(
             f"{impl:>9} {path:>9} {align:>10} B={setup.batch_size:<5} u{setup.updates_per_step:<2} "
             f"median {timing.median_ms:9.3f} ms  p90 {timing.p90_ms:9.3f} ms  "
@@ -96,7 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
-            for align in (int(x) for x in args.gemm_align.split(",")):
+            variants = [
+                parse_options("" if v.strip() == "base" else v)
+                for v in (args.path_variants.split(";") if args.path_variants else [""])
+            ]
+            configs = [(int(a), v) for a in args.gemm_align.split(",") for v in variants]
+            for align, options in configs:
                 setup = Setup(
                     batch_size=b,
                     updates_per_step=u,
@@ -106,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                     dtype=args.dtype,
                     device=args.device,
                     gemm_align=align,
+                    path_options=options,
                 )
                 for path in args.paths.split(","):
                     cycles = args.eager_cycles if path == "eager" else args.cycles
@@ -128,21 +142,33 @@ def main(argv: list[str] | None = None) -> int:
         + " ".join(f"{p:>10}" for p in ["eager", "compile", "cudagraph", "unilab-rl"])
         + "   eager/graph  upstream/graph"
     )
+
+    def variant(r: dict) -> str:
+        return ",".join(f"{k}={v}" for k, v in (r["path_options"] or {}).items()) or "base"
+
     keyed = {
-        (r["impl"], r["path"], r["batch_size"], r["updates_per_step"], r["gemm_align"]): r
+        (
+            r["impl"],
+            r["path"],
+            r["batch_size"],
+            r["updates_per_step"],
+            r["gemm_align"],
+            variant(r),
+        ): r
         for r in rows
     }
     ref = {(r["batch_size"], r["updates_per_step"]): r for r in rows if r["impl"] != "ours"}
     for b in sorted({r["batch_size"] for r in rows}):
         for u in sorted({r["updates_per_step"] for r in rows}):
-            for a in sorted({r["gemm_align"] for r in rows if r["impl"] == "ours"}):
+            ours = sorted({(r["gemm_align"], variant(r)) for r in rows if r["impl"] == "ours"})
+            for a, var in ours:
                 paths = ("eager", "compile", "cudagraph")
-                vals = [keyed.get(("ours", p, b, u, a)) for p in paths] + [ref.get((b, u))]
+                vals = [keyed.get(("ours", p, b, u, a, var)) for p in paths] + [ref.get((b, u))]
                 med = [v["median_ms"] if v else float("nan") for v in vals]
                 print(
                     f"{b:>5} {u:>3} {a:>5} "
                     + " ".join(f"{m:10.3f}" for m in med)
-                    + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x"
+                    + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x  {var}"
                 )
     return 0
 

@@ -16,7 +16,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from flashsac_bench.harness.learner_bench import time_calls
-from flashsac_bench.harness.synthetic import Setup, build_learner
+from flashsac_bench.harness.synthetic import Setup, build_learner, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--output", type=Path, default=None)
+    ap.add_argument(
+        "--path-options", default="", help="PathConfig fields for every path, e.g. compile_rng=true"
+    )
     ap.add_argument(
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
     )
@@ -45,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         dtype=args.dtype,
         device="cuda",
         gemm_align=args.gemm_align,
+        path_options=parse_options(args.path_options),
     )
     learner = build_learner(setup, args.path, inductor_options=options)
     learner.warmup()

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from flashsac_bench.harness.numerics import compare_paths
-from flashsac_bench.harness.synthetic import Setup
+from flashsac_bench.harness.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--num-envs", type=int, default=256)
     ap.add_argument("--tiny", action="store_true", help="small networks (fast CPU compile)")
     ap.add_argument("--output", type=Path, default=None, help="JSON report path")
+    ap.add_argument(
+        "--path-options", default="", help="PathConfig fields for every path, e.g. compile_rng=true"
+    )
     ap.add_argument(
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
     )
@@ -46,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             dtype=args.dtype,
             device=args.device,
             gemm_align=args.gemm_align,
+            path_options=parse_options(args.path_options),
         )
         reports.append(compare_paths(setup, paths, args.iterations, args.matmul_precision))
     ok = all(r["ok"] for r in reports)

@@ -24,10 +24,15 @@ class PathConfig:
     # CUDA only: Inductor's horizontal fusion of independent kernels into one launch. Measured
     # on the H200 (B=256 u8 cudagraph cycle): 1874 -> 1382 kernels, 5.46 -> 4.71 ms.
     combo_kernels: bool = True
-    # CUDA only: the counter RNG's integer hash as compiled code (one kernel per draw instead
-    # of ~70 ATen launches; ~180 launches per u8 cycle on the H200). Exact integer arithmetic:
-    # the same bits as eager.
-    compile_rng: bool = True
+    # compile / cudagraph paths: the counter RNG's integer hash as compiled code (one kernel
+    # per draw instead of ~70 ATen launches; ~180 launches per u8 cycle on the H200). Exact
+    # integer arithmetic: the same bits as eager (CPU tests). Off until measured on a GPU
+    # (docs/benchmarks.md).
+    compile_rng: bool = False
+    # The weight projection as one gathered row-factor product that Inductor can fuse into the
+    # gated writes, instead of a concatenation of per-group pieces (learner.projection;
+    # bit-identical). Off until measured on a GPU (docs/benchmarks.md).
+    projection_gather: bool = False
     # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)
 

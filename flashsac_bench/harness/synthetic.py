@@ -30,6 +30,8 @@ class Setup:
     device: str = "cpu"
     seed: int = 1
     gemm_align: int = 0  # 0: the hardware default (8 on CUDA, 1 on the CPU)
+    # Extra PathConfig fields for every path, e.g. (("compile_rng", True),).
+    path_options: tuple[tuple[str, object], ...] = ()
 
     @property
     def resolved_gemm_align(self) -> int:
@@ -61,13 +63,29 @@ def build_learner(
         device=setup.device,
         dtype=setup.dtype,
         path=PathConfig(
-            name=path, compile_mode=compile_mode, inductor_options=dict(inductor_options or {})
+            name=path,
+            compile_mode=compile_mode,
+            inductor_options=dict(inductor_options or {}),
+            **dict(setup.path_options),
         ),
         seed=setup.seed,
         gemm_align=setup.resolved_gemm_align,
     )
     fill_replay(learner, setup)
     return learner
+
+
+def parse_options(text: str) -> tuple[tuple[str, object], ...]:
+    """'compile_rng=true,projection_gather=false' -> (("compile_rng", True), ...); values JSON."""
+    import json
+
+    out = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        out.append((key.strip(), json.loads(value)))
+    return tuple(out)
 
 
 def fill_replay(learner: FlashSACLearner, setup: Setup, seed: int = 1234) -> None:

@@ -77,7 +77,7 @@ class CompileExecutor(EagerExecutor):
         extra.update(path.inductor_options)
         critic = compile_step(learner.critic_kernel, path.compile_mode, graphs, extra)
         actor = compile_step(learner.actor_kernel, path.compile_mode, graphs, extra)
-        if path.compile_rng and learner.device.type == "cuda":
+        if path.compile_rng:
             learner.state.rng.compile_hash()
         scalars = learner.state.scalars
 

@@ -110,7 +110,9 @@ class FlashSACLearner:
             flat = torch.zeros(layout.numel, dtype=torch.float32)
             layout.initialize(flat, gen)
             flats[name] = flat.to(dev)
-        actor_proj, critic_proj = Projector(actor_p, dev), Projector(critic_p, dev)
+        gather = self.path.projection_gather
+        actor_proj = Projector(actor_p, dev, gather)
+        critic_proj = Projector(critic_p, dev, gather)
         # The official code projects all networks once at init; the target starts as a copy.
         flats["actor_params"] = actor_proj(flats["actor_params"])
         flats["critic_params"] = critic_proj(flats["critic_params"])

@@ -2,13 +2,14 @@
 
 `Projector` does it for a whole flat parameter vector with one row-wise reduction per distinct
 segment length (the layout keeps equal-length segments adjacent), each a single fused kernel
-under Inductor, then ONE elementwise product with the row factors, gathered through a static
-element -> row index (1.0 for unprojected entries). That product is an elementwise function of
-the flat vector, so Inductor fuses it into the gated writes of the parameters and the target
-instead of assembling the projected vector from per-group pieces first (a concatenation kernel
-that re-read every Adam input: 34 us per critic update on the H200). Deterministic, and no host
-sync (segment_reduce's argument checks would break CUDA graph capture; a float64 prefix-sum
-variant measured 73 us per critic update on the H200).
+under Inductor. The projected vector is then assembled from the per-group pieces (a
+concatenation kernel that re-reads every Adam input: 34 us per critic update on the H200), or,
+with `gather=True` (path.projection_gather), made by ONE elementwise product with the row
+factors gathered through a static element -> row index (1.0 for unprojected entries): an
+elementwise function of the flat vector, which Inductor can fuse into the gated writes of the
+parameters and the target. Both multiply every element by the same factor: bit-identical.
+Deterministic, and no host sync (segment_reduce's argument checks would break CUDA graph
+capture; a float64 prefix-sum variant measured 73 us per critic update on the H200).
 `project_reference` is the literal per-layer definition (F.normalize rows, joint BN affine,
 RMS gamma) that the tests hold it to.
 """
@@ -40,8 +41,9 @@ class _Group:
 class Projector:
     """Projects a flat vector laid out by `Layout.grouped()`: one row-reduction per group."""
 
-    def __init__(self, layout: Layout, device: torch.device | str) -> None:
+    def __init__(self, layout: Layout, device: torch.device | str, gather: bool = False) -> None:
         self.numel = layout.numel
+        self.gather = gather
         self.groups: list[_Group] = []
         self.free: list[tuple[int, int]] = []
         entries = list(layout.entries.values())
@@ -86,18 +88,20 @@ class Projector:
             or any(a[1] != b[0] for a, b in zip(pieces, pieces[1:], strict=False))
         ):
             raise ValueError("Projector needs a layout from Layout.grouped()")
-        # Element -> row of the factor vector [rows of group 0, rows of group 1, ..., 1.0].
-        num_rows = sum(len(g.numer) for g in self.groups)
-        row = torch.full((self.numel,), num_rows, dtype=torch.int32)
+        self._order = pieces
+        if gather:
+            self.row_index = self._row_index().to(device)
+            self._one = torch.ones(1, dtype=torch.float32, device=device)
+
+    def _row_index(self) -> torch.Tensor:
+        """Element -> row of the factor vector [rows of group 0, rows of group 1, ..., 1.0]."""
+        row = torch.full((self.numel,), sum(len(g.numer) for g in self.groups), dtype=torch.int32)
         first = 0
         for g in self.groups:
-            rows = len(g.numer)
-            row[g.start : g.end] = torch.arange(
-                first, first + rows, dtype=torch.int32
-            ).repeat_interleave(g.length)
-            first += rows
-        self.row_index = row.to(device)
-        self._one = torch.ones(1, dtype=torch.float32, device=device)
+            rows = torch.arange(first, first + len(g.numer), dtype=torch.int32)
+            row[g.start : g.end] = rows.repeat_interleave(g.length)
+            first += len(g.numer)
+        return row
 
     def row_factors(self, flat: torch.Tensor) -> torch.Tensor:
         """target norm / current norm of every projected row, then 1.0 (unprojected)."""
@@ -110,7 +114,16 @@ class Projector:
 
     def __call__(self, flat: torch.Tensor) -> torch.Tensor:
         """The projected vector (out of place)."""
-        return flat * self.row_factors(flat)[self.row_index]
+        if self.gather:
+            return flat * self.row_factors(flat)[self.row_index]
+        out: dict[int, torch.Tensor] = {}
+        for g in self.groups:
+            seg = flat[g.start : g.end].view(-1, g.length)
+            norm = torch.sqrt(seg.pow(2).sum(-1) + g.inner_eps).clamp_min(g.floor)
+            out[g.start] = (seg * (g.numer / norm).unsqueeze(-1)).view(-1)
+        for a, b in self.free:
+            out[a] = flat[a:b]
+        return torch.cat([out[a] for a, _ in self._order])
 
 
 def project_reference(layout: Layout, flat: torch.Tensor) -> torch.Tensor:

@@ -79,8 +79,8 @@ class CounterRNG:
         self._salts: dict[int, torch.Tensor] = {}
 
     def compile_hash(self) -> None:
-        """Run the hash as compiled code (the compile / cudagraph paths on CUDA). Shapes are
-        dynamic, so one compiled kernel serves every draw size."""
+        """Run the hash as compiled code (path.compile_rng on the compile / cudagraph paths).
+        Shapes are dynamic, so one compiled kernel serves every draw size."""
         self._hash = torch.compile(counter_bits, fullgraph=True, dynamic=True)
 
     def _salt(self, stream: int) -> torch.Tensor:

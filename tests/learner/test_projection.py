@@ -56,3 +56,13 @@ def test_bn_affine_projection_by_hand():
     out = Projector(layout, "cpu")(flat)
     f = math.sqrt(2) / math.sqrt(25 + 1e-8)
     torch.testing.assert_close(out, flat * f)
+
+
+def test_gathered_projection_is_bit_identical():
+    """path.projection_gather: one gathered row-factor product instead of a concatenation."""
+    for _, params, _ in (actor_layouts(6, 3, 12, 2, 4), critic_layouts(10, 20, 2, 4, 11)):
+        flat = _random_flat(params, 3)
+        flat[:7] = 0.0  # a zero row: the norm floor
+        concat, gather = Projector(params, "cpu"), Projector(params, "cpu", gather=True)
+        assert torch.equal(gather(flat), concat(flat))
+        assert gather.row_index.max().item() == sum(len(g.numer) for g in gather.groups)
