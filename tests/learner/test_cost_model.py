@@ -1,0 +1,40 @@
+"""The cycle cost model's counting, by hand, and on a real (tiny) cycle."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from flashsac_bench.harness.cost_model import CostCounter, cycle_cost
+from tests.learner.helpers import tiny_learner
+
+
+def test_counts_matmul_flops_and_bytes_by_hand() -> None:
+    a, b, x = torch.ones(4, 3), torch.ones(3, 5), torch.ones(10)
+    rows, idx = torch.ones(6, 2), torch.tensor([0, 5, 5])
+    with CostCounter() as counter:
+        a @ b  # 2*4*5*3 = 120 FLOP; (12 + 15 + 20) * 4 bytes
+        (x + x).view(2, 5)  # 3 * 40 bytes; the view is free
+        torch.index_select(rows, 0, idx)  # 2 * 3 rows * 8 bytes + 3 * 8 index bytes
+    c = counter.cost
+    assert (c.ops, c.matmuls, c.matmul_flops) == (3, 1, 120)
+    assert c.matmul_bytes == (12 + 15 + 20) * 4
+    assert c.other_bytes == 3 * 40 + (2 * 3 * 8 + 3 * 8)
+    floors = c.floors_ms(tflops=1e-9, tbytes_per_s=1e-9)  # 1 kFLOP/s, 1 kB/s
+    assert floors["matmul_ms"] == pytest.approx(120.0)  # 120 FLOP at 1 kFLOP/s
+    assert floors["traffic_ms"] == pytest.approx(c.matmul_bytes + c.other_bytes)
+
+
+def test_cycle_cost_scales_with_the_batch_and_leaves_the_state_alone() -> None:
+    learner = tiny_learner(updates_per_step=2)
+    before = learner.state.snapshot()
+    small = cycle_cost(learner)
+    assert all(torch.equal(v, learner.state.tensors()[k]) for k, v in before.items())
+    assert small.matmuls > 0 and small.ops > small.matmuls
+    learner.batch_size *= 2  # the same ops on twice the rows: every product twice the FLOPs
+    learner.buffers.batch = torch.zeros(
+        2 * learner.buffers.batch.shape[0], learner.buffers.batch.shape[1]
+    )
+    double = cycle_cost(learner)
+    assert double.matmuls == small.matmuls
+    assert double.matmul_flops > 1.5 * small.matmul_flops
