@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import tiny_learner
 
 from flashsac_bench.harness.cost_model import CostCounter, cycle_cost
-from tests.learner.helpers import tiny_learner
 
 
 def test_counts_matmul_flops_and_bytes_by_hand() -> None:
