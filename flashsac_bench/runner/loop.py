@@ -395,6 +395,7 @@ class Runner:
             self._pending_store = self.staging.index
             if not overlap:
                 insert_ms += self._flush_store()
+            t5 = time.perf_counter()
 
             row = self._row(k, learning, tick, insert_ms, t0, t1, t2, t3, t4)
             self.rows_all.append(row)
@@ -403,7 +404,9 @@ class Runner:
             else:
                 self._window.append(row)
             self._log(tick, progress, row)
-            row["iter_ms"] = (time.perf_counter() - t0) * 1e3
+            t6 = time.perf_counter()
+            row["bookkeeping_ms"] = (t6 - t5) * 1e3  # set last: it covers _log, too
+            row["iter_ms"] = (t6 - t0) * 1e3
             self.done_iterations = k + 1
             every = c.run.checkpoint_every
             if every and self.done_iterations % every == 0 and self.done_iterations < iterations:
@@ -443,6 +446,7 @@ class Runner:
             "learner_host_ms": (t3 - t2) * ms if learning else None,
             "collector_wait_ms": (t4 - t3) * ms,
             "insert_ms": insert_ms,
+            "bookkeeping_ms": None,
             "replay_rows": self.learner.ring.count if self.learner else None,
             "reward_mean": tick.reward_mean,
             "episodes_done": len(tick.episode_returns),

@@ -17,6 +17,7 @@ TAGS = {
     "learner_host_ms": "perf/learner_host_ms",
     "collector_wait_ms": "perf/collector_wait_ms",
     "insert_ms": "perf/replay_insert_ms",
+    "bookkeeping_ms": "perf/bookkeeping_ms",
     "replay_rows": "perf/replay_rows",
     "reward_mean": "reward/mean",
     "critic_loss": "Loss/critic",

@@ -23,7 +23,14 @@ SUMMARY_FORMAT = 1
 SUMMARY_NAME = "summary.json"
 TIMINGS = ("learner_train_ms", "collector_cycle_ms", "iter_ms")
 # Secondary series, summarized the same way (diagnostics, not part of the comparison).
-EXTRA_TIMINGS = ("env_step_ms", "action_ms", "learner_host_ms", "collector_wait_ms", "insert_ms")
+EXTRA_TIMINGS = (
+    "env_step_ms",
+    "action_ms",
+    "learner_host_ms",
+    "collector_wait_ms",
+    "insert_ms",
+    "bookkeeping_ms",
+)
 
 TIMING_SEMANTICS = {
     "learner_train_ms": (
@@ -41,6 +48,10 @@ TIMING_SEMANTICS = {
     "insert_ms": (
         "host time of the store call (replay insert + reward stats) issued in the iteration; "
         "with run.overlap_store it stores the previous tick while the envs step"
+    ),
+    "bookkeeping_ms": (
+        "host time after the join and the store: the iteration's row, episode statistics, "
+        "progress and logging (the window's TensorBoard write included); on the serial path"
     ),
     "rows": (
         "learning iterations only (warmup iterations with random actions and no update are "

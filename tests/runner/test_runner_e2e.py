@@ -120,6 +120,11 @@ def test_timings_nest_per_iteration(tiny_run):
         assert r["collector_cycle_ms"] >= r["env_step_ms"] > 0
         if r["learning"]:
             assert r["iter_ms"] >= r["learner_host_ms"] >= r["learner_train_ms"] * 0.99
+        # the serial host tail after the join: inside the iteration, beside the other parts
+        parts = r["action_ms"] + r["collector_wait_ms"] + r["insert_ms"] + r["bookkeeping_ms"]
+        assert 0 < r["bookkeeping_ms"] and parts <= r["iter_ms"]
+    assert set(s["extra_timings"]) >= {"bookkeeping_ms", "insert_ms", "action_ms"}
+    assert s["extra_timings"]["bookkeeping_ms"]["count"] == len(s["rows"])
 
 
 def test_training_config_command_and_environment(tiny_run):
