@@ -30,6 +30,11 @@ def _device_name(device: str) -> str:
     return "cpu"
 
 
+def _label(options) -> str:
+    """'compile_rng=True,...' for a set of PathConfig options, 'base' for the defaults."""
+    return ",".join(f"{k}={v}" for k, v in dict(options or {}).items()) or "base"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -86,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             **meta,
         }
         rows.append(row)
-        opts = ",".join(f"{k}={v}" for k, v in setup.path_options) or "base"
+        opts = _label(setup.path_options)
         align = f"align {setup.resolved_gemm_align} {opts}" if impl == "ours" else "(upstream)"
         print(
             f"{impl:>9} {path:>9} {align:>10} B={setup.batch_size:<5} u{setup.updates_per_step:<2} "
@@ -101,14 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     ref_configs = (
         None if args.reference_configs == "all" else set(args.reference_configs.split(","))
     )
+    variants = [
+        parse_options("" if v.strip() == "base" else v)
+        for v in (args.path_variants.split(";") if args.path_variants else [""])
+    ]
+    configs = [(int(a), v) for a in args.gemm_align.split(",") for v in variants]
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
-            variants = [
-                parse_options("" if v.strip() == "base" else v)
-                for v in (args.path_variants.split(";") if args.path_variants else [""])
-            ]
-            configs = [(int(a), v) for a in args.gemm_align.split(",") for v in variants]
             for align, options in configs:
                 setup = Setup(
                     batch_size=b,
@@ -143,9 +148,6 @@ def main(argv: list[str] | None = None) -> int:
         + "   eager/graph  upstream/graph"
     )
 
-    def variant(r: dict) -> str:
-        return ",".join(f"{k}={v}" for k, v in (r["path_options"] or {}).items()) or "base"
-
     keyed = {
         (
             r["impl"],
@@ -153,14 +155,16 @@ def main(argv: list[str] | None = None) -> int:
             r["batch_size"],
             r["updates_per_step"],
             r["gemm_align"],
-            variant(r),
+            _label(r["path_options"]),
         ): r
         for r in rows
     }
     ref = {(r["batch_size"], r["updates_per_step"]): r for r in rows if r["impl"] != "ours"}
     for b in sorted({r["batch_size"] for r in rows}):
         for u in sorted({r["updates_per_step"] for r in rows}):
-            ours = sorted({(r["gemm_align"], variant(r)) for r in rows if r["impl"] == "ours"})
+            ours = sorted(
+                {(r["gemm_align"], _label(r["path_options"])) for r in rows if r["impl"] == "ours"}
+            )
             for a, var in ours:
                 paths = ("eager", "compile", "cudagraph")
                 vals = [keyed.get(("ours", p, b, u, a, var)) for p in paths] + [ref.get((b, u))]
