@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.update import UpdateConfig
@@ -35,9 +36,8 @@ class Setup:
 
     @property
     def resolved_gemm_align(self) -> int:
-        if self.gemm_align:
-            return self.gemm_align
-        return 8 if self.device.startswith("cuda") else 1
+        """The runner's rule (hardware.gemm_align) for this device."""
+        return HardwareConfig(device=self.device, gemm_align=self.gemm_align).resolved_gemm_align()
 
     @property
     def capacity(self) -> int:

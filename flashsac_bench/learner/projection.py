@@ -103,24 +103,24 @@ class Projector:
             first += len(g.numer)
         return row
 
-    def row_factors(self, flat: torch.Tensor) -> torch.Tensor:
-        """target norm / current norm of every projected row, then 1.0 (unprojected)."""
-        factors = []
+    def _group_factors(self, flat: torch.Tensor):
+        """(group, its [rows, length] view of flat, target norm / current norm per row)."""
         for g in self.groups:
             seg = flat[g.start : g.end].view(-1, g.length)
             norm = torch.sqrt(seg.pow(2).sum(-1) + g.inner_eps).clamp_min(g.floor)
-            factors.append(g.numer / norm)
-        return torch.cat([*factors, self._one])
+            yield g, seg, g.numer / norm
+
+    def row_factors(self, flat: torch.Tensor) -> torch.Tensor:
+        """target norm / current norm of every projected row, then 1.0 (unprojected)."""
+        return torch.cat([*(f for _, _, f in self._group_factors(flat)), self._one])
 
     def __call__(self, flat: torch.Tensor) -> torch.Tensor:
         """The projected vector (out of place)."""
         if self.gather:
             return flat * self.row_factors(flat)[self.row_index]
         out: dict[int, torch.Tensor] = {}
-        for g in self.groups:
-            seg = flat[g.start : g.end].view(-1, g.length)
-            norm = torch.sqrt(seg.pow(2).sum(-1) + g.inner_eps).clamp_min(g.floor)
-            out[g.start] = (seg * (g.numer / norm).unsqueeze(-1)).view(-1)
+        for g, seg, factor in self._group_factors(flat):
+            out[g.start] = (seg * factor.unsqueeze(-1)).view(-1)
         for a, b in self.free:
             out[a] = flat[a:b]
         return torch.cat([out[a] for a, _ in self._order])
