@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from flashsac_bench.harness.cost_model import cycle_cost
+from flashsac_bench.harness.cost_model import act_cost, cycle_cost
 from flashsac_bench.harness.synthetic import Setup, build_learner
 
 
@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
                 "traffic_floor_ms": round(floors["traffic_ms"], 4),
                 "top_ops": dict(cost.by_op.most_common(12)),
             }
+            act = act_cost(learner, setup.num_envs)  # the runner's per-iteration act
+            row["act_aten_ops"] = act.ops
+            row["act_top_ops"] = dict(act.by_op.most_common(10))
             rows.append(row)
             print(
                 f"B={b:<5} u{u}: {cost.ops} aten ops ({cost.matmuls} matmuls), "
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"unfused -> {row['traffic_floor_ms']:.3f} ms at {args.bandwidth:g} TB/s",
                 flush=True,
             )
+            print(f"  act ({setup.num_envs} envs): {act.ops} aten ops {row['act_top_ops']}")
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         report = {"argv": sys.argv, "tflops": args.tflops, "bandwidth_tb_s": args.bandwidth}

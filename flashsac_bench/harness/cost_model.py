@@ -118,3 +118,15 @@ def cycle_cost(learner) -> CycleCost:
         learner.cycle(learner.critic_step, learner.actor_step)
     learner.state.restore(snap)
     return counter.cost
+
+
+def act_cost(learner, num_envs: int) -> CycleCost:
+    """Cost of one exploration act on num_envs zero observations (state restored)."""
+    snap = learner.state.snapshot()
+    obs = torch.zeros(num_envs, learner.dims.obs, device=learner.device)
+    dones = torch.zeros(num_envs, device=learner.device)
+    counter = CostCounter()
+    with counter:
+        learner.act(obs, dones)
+    learner.state.restore(snap)
+    return counter.cost

@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import tiny_learner
 
-from flashsac_bench.harness.cost_model import CostCounter, cycle_cost
+from flashsac_bench.harness.cost_model import CostCounter, act_cost, cycle_cost
 
 
 def test_counts_matmul_flops_and_bytes_by_hand() -> None:
@@ -38,3 +38,12 @@ def test_cycle_cost_scales_with_the_batch_and_leaves_the_state_alone() -> None:
     double = cycle_cost(learner)
     assert double.matmuls == small.matmuls
     assert double.matmul_flops > 1.5 * small.matmul_flops
+
+
+def test_act_cost_counts_the_policy_and_leaves_the_state_alone() -> None:
+    learner = tiny_learner()
+    before = learner.state.snapshot()
+    act = act_cost(learner, 4)
+    assert all(torch.equal(v, learner.state.tensors()[k]) for k, v in before.items())
+    assert act.matmuls == 2 + 2 * learner.cfg.actor_num_blocks  # embed, blocks, head
+    assert act.by_op["bitwise_xor"] > 0  # the exploration noise's hash
