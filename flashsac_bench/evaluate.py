@@ -29,9 +29,12 @@ import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from flashsac_bench.envs.api import EnvStep, VecEnv
 
 # Observation slices and scales of G1 Walk Flat (flashsac_bench/envs/g1_walk_flat.py), restated
 # so that importing this module does not load MuJoCo before MUJOCO_GL is set (see main()).
@@ -51,7 +54,9 @@ class EvalConfig:
     seed: int = 12345  # env seed (resets, commands, observation noise)
     device: str = "cpu"  # where the policy runs: cpu, cuda, auto
     dtype: str = "float32"  # policy matmuls: float32, bfloat16, checkpoint (= training dtype)
-    threads: int = 0  # MuJoCo threads; 0: the checkpoint's backend setting
+    # MuJoCo threads of the in-process pool (forces backend.mode=threads); 0: the checkpoint's
+    # backend setting (worker processes or threads, as in training).
+    threads: int = 0
     # The penalty-curriculum scale to evaluate with: "checkpoint" (the training env's, so that
     # returns compare with training) or "initial" (the task's initial_scale).
     penalty_scale: str = "checkpoint"
@@ -123,10 +128,10 @@ def episode_quotas(episodes: int, num_envs: int) -> np.ndarray:
 
 
 def rollout(
-    env: Any,
+    env: VecEnv,
     policy: Callable[[np.ndarray], np.ndarray],
     episodes: int,
-    metrics: Callable[[Any], dict[str, np.ndarray]],
+    metrics: Callable[[EnvStep], dict[str, np.ndarray]],
     *,
     record: Callable[[], np.ndarray] | None = None,
     record_env: int = 0,
@@ -177,7 +182,9 @@ def rollout(
     return Rollout(done_list, steps, frames)
 
 
-def _episode_record(i: int, out: Any, sums: dict[str, np.ndarray], steps: int) -> dict[str, Any]:
+def _episode_record(
+    i: int, out: EnvStep, sums: dict[str, np.ndarray], steps: int
+) -> dict[str, Any]:
     length = int(out.episode_length[i])
     rec: dict[str, Any] = {
         "env": int(i),
@@ -186,7 +193,7 @@ def _episode_record(i: int, out: Any, sums: dict[str, np.ndarray], steps: int) -
         "terminated": bool(out.terminated[i]),
         "summed_reward": float(sums["reward"][i]),
     }
-    if hasattr(out, "final_critic_obs") and out.final_critic_obs.shape[1] >= COMMAND.stop:
+    if out.final_critic_obs.shape[1] >= COMMAND.stop:
         rec["command"] = [float(x) for x in out.final_critic_obs[i, COMMAND]]
     for key, value in sums.items():
         if key != "reward":
@@ -340,7 +347,7 @@ def write_strip(frames: list[np.ndarray], path: Path, count: int) -> Path:
 def evaluate(ec: EvalConfig) -> dict[str, Any]:
     import torch
 
-    from flashsac_bench.envs import make_env
+    from flashsac_bench.envs import TaskEnv, make_env
     from flashsac_bench.export import load_trained_learner, run_dir_of
     from flashsac_bench.runner.summary import git_info, write_json
 
@@ -361,7 +368,9 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     num_envs = min(ec.num_envs, ec.episodes)
     backend = cfg.backend
     if ec.threads > 0:
-        backend = type(backend)(**{**asdict(backend), "num_threads": ec.threads})
+        backend = type(backend)(
+            **{**asdict(backend), "mode": "threads", "workers": 0, "num_threads": ec.threads}
+        )
     env = make_env(cfg.task, backend, num_envs, ec.seed)
     scale_note = _apply_penalty_scale(env, trained.payload, ec.penalty_scale)
     task = cfg.task
@@ -370,7 +379,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
         x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(learner.device)
         return learner.act_deterministic(x).float().cpu().numpy().astype(np.float64)
 
-    def metrics(out: Any) -> dict[str, np.ndarray]:
+    def metrics(out: EnvStep) -> dict[str, np.ndarray]:
         return step_metrics(
             out.final_critic_obs,
             out.reward_terms,
@@ -384,8 +393,8 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
 
     render_env = min(max(ec.render_env, 0), num_envs - 1)
     record_steps = int(round(ec.render_seconds / task.ctrl_dt)) if ec.render else 0
-    physics = getattr(env, "physics", None)
-    record = (lambda: physics.qpos[render_env].copy()) if physics is not None else None
+    qpos = env.qpos if isinstance(env, TaskEnv) else None
+    record = (lambda: qpos[render_env].copy()) if qpos is not None else None
     t_roll = time.perf_counter()
     try:
         result = rollout(
@@ -397,7 +406,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
             record_env=render_env,
             record_steps=record_steps,
         )
-        final_env_metrics = env.metrics() if hasattr(env, "metrics") else {}
+        final_env_metrics = env.metrics()
     finally:
         env.close()
     rollout_s = time.perf_counter() - t_roll
@@ -440,14 +449,15 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     return report
 
 
-def _apply_penalty_scale(env: Any, payload: dict[str, Any], mode: str) -> dict[str, Any]:
+def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dict[str, Any]:
+    from flashsac_bench.envs.api import TaskEnv
+
+    if not isinstance(env, TaskEnv):
+        return {"mode": "initial", "value": None, "note": "env has no penalty curriculum"}
     saved = (payload.get("env") or {}).get("penalty_scale")
     if mode == "initial" or saved is None:
-        return {"mode": "initial", "value": getattr(env, "_penalty_scale", None)}
-    if not hasattr(env, "_penalty_scale"):
-        return {"mode": "initial", "value": None, "note": "env has no penalty curriculum"}
-    # The env has no public setter for its curriculum scale (G1WalkFlat._penalty_scale).
-    env._penalty_scale = float(saved)
+        return {"mode": "initial", "value": env.penalty_scale}
+    env.penalty_scale = float(saved)
     return {"mode": "checkpoint", "value": float(saved)}
 
 

@@ -5,24 +5,87 @@ from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
 
+MODES = ("auto", "processes", "threads")
+# Cores the learner's own thread keeps when the envs run in worker processes.
+LEARNER_CORES = 1
+# Auto picks worker processes only when at least this many cores are left for them: with fewer,
+# the pipe round trips and the extra copies buy nothing over the in-process thread pool.
+MIN_AUTO_WORKERS = 2
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class EnvPlan:
+    """How the envs are stepped: `workers` processes, or a `threads`-thread pool in-process."""
+
+    mode: str  # "processes" or "threads"
+    workers: int  # worker processes (0 in threads mode)
+    threads: int  # physics threads: of the in-process pool, or per worker process
+
+    def describe(self) -> str:
+        if self.mode == "processes":
+            return f"{self.workers} worker processes"
+        return f"in-process pool of {self.threads} threads"
+
 
 @dataclass
 class BackendConfig:
     """Physics backend that steps the envs (group `backend`)."""
 
     name: str = "mujoco"
-    # Native worker threads stepping the envs; 0 = one per CPU core this process may run on.
+    # "processes": env shards in worker processes (each steps its envs AND computes their
+    # observations, rewards and resets, free of the trainer's GIL). "threads": one process, a
+    # pool of native threads for the physics (the task's numpy holds the GIL). "auto":
+    # processes when more than MIN_AUTO_WORKERS cores are left beside the learner, else threads.
+    mode: str = "auto"
+    # Worker processes: K >= 1 = exactly K; 0 = one per core beside the learner's.
+    workers: int = 0
+    # Threads mode: native threads stepping the envs; 0 = one per CPU core.
     num_threads: int = 0
+    # A worker that sends no reply to a step within this many seconds is declared hung.
+    worker_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.name != "mujoco":
             raise ConfigError(
                 f"backend.name must be 'mujoco' (the only backend), got {self.name!r}"
             )
+        if self.mode not in MODES:
+            raise ConfigError(f"backend.mode must be one of {MODES}, got {self.mode!r}")
+        if self.workers < 0:
+            raise ConfigError(f"backend.workers must be >= 0 (0 = auto), got {self.workers}")
+        if self.workers and self.mode == "threads":
+            raise ConfigError(
+                f"backend.workers={self.workers} asks for worker processes but backend.mode="
+                "threads forces the in-process thread pool; drop one of the two"
+            )
         if self.num_threads < 0:
             raise ConfigError(f"backend.num_threads must be >= 0, got {self.num_threads}")
+        if not self.worker_timeout_s > 0:
+            raise ConfigError(f"backend.worker_timeout_s must be > 0, got {self.worker_timeout_s}")
 
     def resolved_num_threads(self, num_envs: int) -> int:
-        """Worker threads actually used: never more than there are envs."""
-        threads = self.num_threads or len(os.sched_getaffinity(0))
+        """Threads of the in-process pool: never more than there are envs."""
+        threads = self.num_threads or available_cores()
         return max(1, min(threads, num_envs))
+
+    def plan(self, num_envs: int, cores: int | None = None) -> EnvPlan:
+        """Resolve auto settings for `num_envs` envs on a machine with `cores` cores."""
+        cores = available_cores() if cores is None else cores
+        spare = max(cores - LEARNER_CORES, 1)
+        if self.workers > num_envs:
+            raise ConfigError(
+                f"backend.workers={self.workers} exceeds run.num_envs={num_envs}: every worker "
+                "process needs at least one env"
+            )
+        if self.workers:
+            return EnvPlan("processes", self.workers, 1)
+        if self.mode == "processes" or (self.mode == "auto" and spare >= MIN_AUTO_WORKERS):
+            return EnvPlan("processes", min(spare, num_envs), 1)
+        return EnvPlan("threads", 0, self.resolved_num_threads(num_envs))

@@ -42,6 +42,7 @@ class Config:
                 f"{capacity} (= replay.replay_buffer_n {self.replay.replay_buffer_n} x "
                 f"run.num_envs {self.run.num_envs})."
             )
+        self.backend.plan(self.run.num_envs)  # e.g. more worker processes than envs
         if self.replay.learning_starts > self.replay.replay_buffer_n:
             raise ConfigError(
                 f"replay.learning_starts={self.replay.learning_starts} exceeds "

@@ -1,18 +1,11 @@
-"""The env contract the runner programs against (see `flashsac_bench.envs.make_env`)."""
+"""The env contract the runner, evaluation and export program against (`make_env` builds one)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-
-# Allocates one output array; the runner passes one backed by pinned (page-locked) memory.
-ArrayFactory = Callable[[tuple[int, ...], np.dtype], np.ndarray]
-
-
-def default_array_factory(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    return np.empty(shape, dtype)
 
 
 @dataclass(frozen=True)
@@ -20,8 +13,8 @@ class EnvStep:
     """What one vector step returns. The arrays are allocated once and overwritten in place by
     every step: copy what must outlive the next call.
 
-    obs / critic_obs: float32 (N, 98) / (N, 101), the observation for the NEXT action (after the
-        autoreset of finished envs).
+    obs / critic_obs: float32 (N, obs_dim) / (N, critic_obs_dim), the observation for the NEXT
+        action (after the autoreset of finished envs).
     final_obs / final_critic_obs: the true next observation of THIS transition (before any
         reset); equal to obs / critic_obs where the env did not finish.
     reward: float32 (N,), the sum of reward_terms.
@@ -44,3 +37,42 @@ class EnvStep:
     reward_terms: dict[str, np.ndarray]
     episode_return: np.ndarray
     episode_length: np.ndarray
+
+
+@runtime_checkable
+class VecEnv(Protocol):
+    """N autoresetting envs stepped together (what `make_env` and the env-factory hook return).
+
+    `step` takes float actions (N, action_dim) in [-1, 1] (values outside are clipped) and returns
+    the EnvStep described above. `get_state` returns everything needed to continue
+    bit-identically (picklable: it goes into checkpoints); `set_state` restores it. `metrics`
+    returns scalar means since its previous call. `close` frees what the env started (threads,
+    worker processes, shared memory) and may be called more than once.
+    """
+
+    num_envs: int
+    obs_dim: int
+    critic_obs_dim: int
+    action_dim: int
+    max_episode_steps: int
+
+    def reset(self) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def step(self, actions: np.ndarray) -> EnvStep: ...
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def get_state(self) -> dict[str, Any]: ...
+
+    def set_state(self, state: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class TaskEnv(VecEnv, Protocol):
+    """What evaluation uses beyond VecEnv: the physics pose of every env (rendering) and the
+    penalty-curriculum scale (so an evaluation can use the training env's)."""
+
+    qpos: np.ndarray  # (N, nq), the state after the last step or reset
+    penalty_scale: float

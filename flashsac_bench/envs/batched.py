@@ -1,18 +1,22 @@
 """Batched MuJoCo physics: one MjModel/MjData pair per env, stepped by a pool of native threads.
 
-MuJoCo's Python bindings release the GIL inside `mj_step`, so a handful of Python threads that
-each take the next env index and call `mj_step(m, d, nsub)` run the physics in parallel; the
-only GIL-held work per env is a ctrl write and three row copies. Raw physics throughput equals
-`mujoco.rollout`'s (docs/benchmarks.md, "Environment stepping"), and the pool also keeps every
-env's solver warm start across control steps and does the sensor refresh in the same parallel
-pass, neither of which rollout offers.
+MuJoCo's Python bindings release the GIL inside its functions, so a handful of Python threads
+that each take the next env index run the physics in parallel; the only GIL-held work per env
+is a ctrl write, three calls and three row copies. In a worker process (`envs.shards`) the pool
+has one thread and the process is the unit of parallelism.
 
-Each env owns its MjModel copy because the task randomizes kp/kd per env at reset. After the
-substeps the position and velocity stages are recomputed (`refresh`), because `mj_step`
-leaves sensordata describing the state *before* its last integration; the observation must
-describe the state the next action acts on.
+Each env owns its MjModel copy because the task randomizes kp/kd per env at reset.
 
-Outputs (float64, one row per env) are overwritten in place by every `step`.
+The observation must describe the state the next action acts on, but `mj_step` leaves
+sensordata describing the state *before* its last integration. So every MjData is kept with
+its position and velocity stages computed for its CURRENT state (`mj_step1`), and a control
+step of `nsub` physics steps is `mj_step2` (which finishes the first step from those stages),
+`mj_step(nsub - 1)`, then `mj_step1` at the new state. That is bit for bit `mj_step(nsub)`
+followed by a sensor refresh (mj_step = mj_step1 + mj_step2 for the Euler and implicit
+integrators; `tests/envs/test_batched.py` compares), without computing the stages twice.
+
+Outputs (float64, one row per env) are overwritten in place by every `step`; a caller may pass
+its own arrays (views into shared memory) to receive them.
 """
 
 from __future__ import annotations
@@ -29,30 +33,31 @@ import numpy as np
 STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
 
 
-def refresh(m: mujoco.MjModel, d: mujoco.MjData) -> None:
-    """Kinematics, velocities and position/velocity sensors at the current qpos/qvel."""
-    mujoco.mj_kinematics(m, d)
-    mujoco.mj_comPos(m, d)
-    mujoco.mj_sensorPos(m, d)
-    mujoco.mj_comVel(m, d)
-    mujoco.mj_sensorVel(m, d)
-
-
 class BatchedMujoco:
     """`num_envs` copies of one model; `ctrl` in, `qpos`/`qvel`/`sensordata` out."""
 
-    def __init__(self, model: mujoco.MjModel, num_envs: int, num_threads: int) -> None:
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        num_envs: int,
+        num_threads: int,
+        outputs: dict[str, np.ndarray] | None = None,
+    ) -> None:
         if num_envs < 1 or num_threads < 1:
             raise ValueError("num_envs and num_threads must be >= 1")
+        if model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4:
+            # mj_step2 integrates with Euler there, so the split step would change the physics.
+            raise ValueError("the RK4 integrator is not supported (use implicitfast or Euler)")
         self.model = model
         self.num_envs = num_envs
         self.num_threads = min(num_threads, num_envs)
         self.models = [copy.copy(model) for _ in range(num_envs)]
         self.datas = [mujoco.MjData(m) for m in self.models]
+        out = outputs or {}
         self.ctrl = np.zeros((num_envs, model.nu))
-        self.qpos = np.zeros((num_envs, model.nq))
-        self.qvel = np.zeros((num_envs, model.nv))
-        self.sensordata = np.zeros((num_envs, model.nsensordata))
+        self.qpos = self._output(out, "qpos", model.nq)
+        self.qvel = self._output(out, "qvel", model.nv)
+        self.sensordata = self._output(out, "sensordata", model.nsensordata)
         # Nominal servo gains (position actuators: gain kp, bias [0, -kp, -kv]).
         self._kp = model.actuator_gainprm[:, 0].copy()
         self._bias_kp = model.actuator_biasprm[:, 1].copy()
@@ -60,8 +65,10 @@ class BatchedMujoco:
         self.kp_scale = np.ones(num_envs)
         self.kd_scale = np.ones(num_envs)
         self._nsub = 1
-        self._publish_outputs = True
+        self._raw = False
         self._next_env: itertools.count[int] = itertools.count()
+        for i in range(num_envs):
+            self._publish(i)
         # The calling thread works too, so the pool holds num_threads - 1 helpers.
         self._pool = (
             ThreadPoolExecutor(self.num_threads - 1, thread_name_prefix="mj")
@@ -69,28 +76,49 @@ class BatchedMujoco:
             else None
         )
 
+    def _output(self, outputs: dict[str, np.ndarray], name: str, width: int) -> np.ndarray:
+        arr = outputs.get(name)
+        if arr is None:
+            return np.zeros((self.num_envs, width))
+        if arr.shape != (self.num_envs, width) or arr.dtype != np.float64:
+            raise ValueError(f"output {name!r} must be float64 {(self.num_envs, width)}")
+        return arr
+
     # -- stepping -----------------------------------------------------------------------------
 
     def _work(self) -> None:
         models, datas, ctrl = self.models, self.datas, self.ctrl
         qpos, qvel, sens = self.qpos, self.qvel, self.sensordata
-        n, nsub, publish = self.num_envs, self._nsub, self._publish_outputs
-        step, counter = mujoco.mj_step, self._next_env
+        n, rest, raw = self.num_envs, self._nsub - 1, self._raw
+        step, step1, step2, counter = (
+            mujoco.mj_step,
+            mujoco.mj_step1,
+            mujoco.mj_step2,
+            self._next_env,
+        )
         while (i := next(counter)) < n:  # next() on a count is atomic under the GIL
             m, d = models[i], datas[i]
             d.ctrl[:] = ctrl[i]
-            step(m, d, nsub)
-            if publish:
-                refresh(m, d)
-                qpos[i] = d.qpos
-                qvel[i] = d.qvel
-                sens[i] = d.sensordata
+            if raw:
+                step(m, d, rest + 1)
+                continue
+            step2(m, d)
+            if rest:
+                step(m, d, rest)
+            step1(m, d)
+            qpos[i] = d.qpos
+            qvel[i] = d.qvel
+            sens[i] = d.sensordata
 
-    def step(self, nsub: int, *, publish: bool = True) -> None:
-        """Hold `self.ctrl` for `nsub` physics steps in every env, then refresh the outputs
-        (publish=False skips the refresh and the copies: raw physics, for benchmarks)."""
+    def step(self, nsub: int, *, raw: bool = False) -> None:
+        """Hold `self.ctrl` for `nsub` physics steps in every env and publish the outputs.
+
+        raw=True: plain `mj_step(nsub)` and nothing else (no stages for the new state, no row
+        copies): the physics-only ceiling for benchmarks. It leaves the outputs stale, so an env
+        stepped raw is not for training.
+        """
         self._nsub = nsub
-        self._publish_outputs = publish
+        self._raw = raw
         self._next_env = itertools.count()
         futures = [self._pool.submit(self._work) for _ in range(self.num_threads - 1)]
         self._work()
@@ -101,7 +129,7 @@ class BatchedMujoco:
 
     def _publish(self, i: int) -> None:
         m, d = self.models[i], self.datas[i]
-        refresh(m, d)
+        mujoco.mj_step1(m, d)  # the stages for the current state (see the module docstring)
         self.qpos[i] = d.qpos
         self.qvel[i] = d.qvel
         self.sensordata[i] = d.sensordata

@@ -39,8 +39,12 @@ def action_rate(action: np.ndarray, last_action: np.ndarray) -> np.ndarray:
 
 
 def pose(joint_pos_rel: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weighted squared deviation from the default pose."""
-    return np.square(joint_pos_rel) @ weights
+    """Weighted squared deviation from the default pose.
+
+    A row-wise sum, not `@`: a BLAS product may sum a row in an order that depends on how many
+    rows it is given, and an env's reward must not depend on its shard's size (`envs.shards`).
+    """
+    return np.sum(np.square(joint_pos_rel) * weights, axis=1)
 
 
 def feet_ori(left_quat: np.ndarray, right_quat: np.ndarray) -> np.ndarray:

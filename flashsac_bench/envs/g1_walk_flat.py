@@ -55,33 +55,78 @@ Choices where UniLab differs or is silent (documented deviations):
     reward is 2 pi-periodic, only that first observation differs.
   * Observations use the state after the substeps (UniLab's backends read sensordata left by the
     last mj_step, one substep old).
+
+Execution (`backend`, see `envs.shards`): the per-env work lives in `g1_shard.G1Shard`, run either
+as one shard of all envs in this process (physics on a thread pool) or as contiguous shards in
+worker processes writing into shared memory. This class holds what is global: the action input,
+the penalty curriculum (from the episode lengths of ALL envs, in env-index order) and the metric
+sums. Random numbers: one counter-based stream per env (`env_rng`), so an env's trajectory is the
+same whatever the split (workers 1, 2, 3 or the thread pool give bit-identical outputs). This
+replaced one numpy Generator shared by all envs on 2026-12-03: the same seed gives different
+episodes than in earlier versions, and env states checkpointed before then cannot be resumed.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import fields
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from flashsac_bench.config.backend import BackendConfig
-from flashsac_bench.config.task import RewardWeights, TaskConfig
-from flashsac_bench.envs import g1_rewards as R
-from flashsac_bench.envs.api import ArrayFactory, EnvStep, default_array_factory
+from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.envs.api import EnvStep
 from flashsac_bench.envs.batched import BatchedMujoco
 from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_model import task_spec
+from flashsac_bench.envs.g1_shard import (
+    ACTION,
+    COMMAND,
+    CRITIC_OBS_DIM,
+    GRAVITY,
+    GYRO,
+    JOINT_POS,
+    JOINT_VEL,
+    LIN_VEL,
+    NUM_JOINTS,
+    OBS_DIM,
+    PHASE,
+    REWARD_TERMS,
+    G1ShardFactory,
+    array_spec,
+    build_task_model,
+)
+from flashsac_bench.envs.shards import InlineShards, ProcessShards
 
-NUM_JOINTS = 29
-OBS_DIM = 98
-CRITIC_OBS_DIM = 101
-# Policy observation layout.
-GYRO, GRAVITY = slice(0, 3), slice(3, 6)
-JOINT_POS, JOINT_VEL, ACTION = slice(6, 35), slice(35, 64), slice(64, 93)
-COMMAND, PHASE, LIN_VEL = slice(93, 96), slice(96, 98), slice(98, 101)
-REWARD_TERMS: tuple[str, ...] = tuple(f.name for f in fields(RewardWeights))
+__all__ = [
+    "ACTION",
+    "COMMAND",
+    "CRITIC_OBS_DIM",
+    "GRAVITY",
+    "GYRO",
+    "JOINT_POS",
+    "JOINT_VEL",
+    "LIN_VEL",
+    "NUM_JOINTS",
+    "OBS_DIM",
+    "PHASE",
+    "REWARD_TERMS",
+    "G1WalkFlat",
+]
+
+# Version of get_state's layout; 2: per-env random streams (format 1 had one shared Generator).
+STATE_FORMAT = 2
+# Per-env entries of the state, in env-index order (split into shards on set_state).
+_PER_ENV = (
+    "physics",
+    "kp_scale",
+    "kd_scale",
+    "rng_counters",
+    "action",
+    "last_action",
+    "command",
+    "phase",
+    "episode_step",
+    "episode_return",
+)
 
 
 class G1WalkFlat:
@@ -97,68 +142,48 @@ class G1WalkFlat:
         backend_cfg: BackendConfig,
         num_envs: int,
         seed: int,
-        array_factory: ArrayFactory | None = None,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.cfg = task_cfg
         self.num_envs = num_envs
+        self.seed = int(seed)
         self.max_episode_steps = task_cfg.max_episode_steps
-        model = task_spec(task_cfg.model_file).compile()
-        model.opt.timestep = task_cfg.sim_dt
-        # A diverging sim must surface as a non-finite state that ends the episode, not be
-        # silently put back at qpos0 by MuJoCo in the middle of one.
-        model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
-        self.model = model
-        self.layout = G1Layout.from_model(model)
-        self.physics = BatchedMujoco(model, num_envs, backend_cfg.resolved_num_threads(num_envs))
-        self._rng = np.random.default_rng(seed)
-
-        weights = np.asarray([getattr(task_cfg.rewards, n) for n in REWARD_TERMS])
-        self._weights = weights * task_cfg.ctrl_dt
-        self._is_penalty = weights < 0
-        self._pose_weights = np.asarray(task_cfg.pose_weights, dtype=np.float64)
-        self._phase_delta = 2.0 * math.pi * task_cfg.gait.frequency * task_cfg.ctrl_dt
-        self._min_up_z = math.cos(math.radians(task_cfg.termination_tilt_deg))
-        obs = task_cfg.obs
-        self._noise_scale = np.concatenate(
-            (
-                np.full(NUM_JOINTS, obs.joint_pos_noise),
-                np.full(NUM_JOINTS, obs.joint_vel_noise * obs.joint_vel_scale),
+        # Built here too (not only in the shards): a bad model fails in this process with
+        # MuJoCo's own message, before any worker starts.
+        self.model = build_task_model(task_cfg)
+        self.layout = G1Layout.from_model(self.model)
+        self.plan = backend_cfg.plan(num_envs)
+        spec = array_spec(self.model)
+        self._shards: InlineShards | ProcessShards
+        if self.plan.mode == "processes":
+            factory = G1ShardFactory(task_cfg, self.seed, 1)
+            self._shards = ProcessShards(
+                factory, spec, num_envs, self.plan.workers, backend_cfg.worker_timeout_s
             )
+        else:
+            factory = G1ShardFactory(task_cfg, self.seed, self.plan.threads)
+            self._shards = InlineShards(factory, spec, num_envs)
+        a = self._shards.arrays
+        self._actions = a["actions"]
+        # Physics state of every env (rendering, diagnostics); overwritten by every step.
+        self.qpos = a["qpos"]
+        self._out = EnvStep(
+            obs=a["obs"],
+            critic_obs=a["critic_obs"],
+            final_obs=a["final_obs"],
+            final_critic_obs=a["final_critic_obs"],
+            reward=a["reward"],
+            terminated=a["terminated"],
+            truncated=a["truncated"],
+            reward_terms={name: a[f"term/{name}"] for name in REWARD_TERMS},
+            episode_return=a["episode_return"],
+            episode_length=a["episode_length"],
         )
         cur = task_cfg.curriculum
         self._penalty_scale = cur.initial_scale
         self._mean_episode_length = 0.0
         self._length_window = max(1, int(cur.window * num_envs / 4096))
-
-        n = num_envs
-        self._action = np.zeros((n, NUM_JOINTS))
-        self._last_action = np.zeros((n, NUM_JOINTS))
-        self._command = np.zeros((n, 3))
-        self._phase = np.zeros((n, 2))
-        self._episode_step = np.zeros(n, dtype=np.int64)
-        self._episode_return = np.zeros(n)
-
-        alloc = array_factory or default_array_factory
-
-        def new(shape: tuple[int, ...], dtype: type) -> np.ndarray:
-            arr = alloc(shape, np.dtype(dtype))
-            arr[...] = 0
-            return arr
-
-        self._out = EnvStep(
-            obs=new((n, OBS_DIM), np.float32),
-            critic_obs=new((n, CRITIC_OBS_DIM), np.float32),
-            final_obs=new((n, OBS_DIM), np.float32),
-            final_critic_obs=new((n, CRITIC_OBS_DIM), np.float32),
-            reward=new((n,), np.float32),
-            terminated=new((n,), np.bool_),
-            truncated=new((n,), np.bool_),
-            reward_terms={name: new((n,), np.float32) for name in REWARD_TERMS},
-            episode_return=new((n,), np.float32),
-            episode_length=new((n,), np.int32),
-        )
         self._metrics = _MetricSums()
         self.reset()
 
@@ -166,58 +191,53 @@ class G1WalkFlat:
 
     def reset(self) -> tuple[np.ndarray, np.ndarray]:
         """Reset every env (fresh randomization); returns the (obs, critic_obs) output arrays."""
-        self._reset_envs(np.arange(self.num_envs))
-        out = self._out
-        out.final_obs[:] = out.obs
-        out.final_critic_obs[:] = out.critic_obs
-        return out.obs, out.critic_obs
+        self._shards.call("reset")
+        return self._out.obs, self._out.critic_obs
 
     def step(self, actions: np.ndarray) -> EnvStep:
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, NUM_JOINTS):
             raise ValueError(f"actions must be {(self.num_envs, NUM_JOINTS)}, got {actions.shape}")
-        cfg, out, phys, lay = self.cfg, self._out, self.physics, self.layout
-        self._last_action[:] = self._action
-        np.clip(actions, -1.0, 1.0, out=self._action)
-        phys.ctrl[:, lay.actuators] = lay.default_joint_pos + cfg.action_scale * self._action
-        self._phase += self._phase_delta
-        np.mod(self._phase, R.TWO_PI, out=self._phase)
-        phys.step(cfg.decimation)
-        self._episode_step += 1
-
-        s = self._read(slice(None))
-        self._observe(s, slice(None), out.final_obs, out.final_critic_obs)
-        self._rewards(s)
-        terminated = self._terminated(s)
-        broken = ~np.isfinite(out.final_critic_obs).all(axis=1) | ~np.isfinite(out.reward)
-        if broken.any():  # never hand NaN to the learner: zero the rows, end the episode
-            self._zero_rows(broken)
-            terminated |= broken
-        truncated = (self._episode_step >= self.max_episode_steps) & ~terminated
-        out.terminated[:] = terminated
-        out.truncated[:] = truncated
-        self._episode_return += out.reward
-        out.episode_return[:] = self._episode_return
-        out.episode_length[:] = self._episode_step
-        out.obs[:] = out.final_obs
-        out.critic_obs[:] = out.final_critic_obs
-
-        done = np.flatnonzero(terminated | truncated)
+        self._actions[:] = actions
+        # The scale of this step is the one set after the previous step (UniLab's order).
+        self._shards.call("step", self._penalty_scale)
+        out = self._out
+        done = np.flatnonzero(out.terminated | out.truncated)
         self._metrics.add_step(out, done)
         if done.size:
-            self._update_curriculum(self._episode_step[done])
-            self._reset_envs(done)
+            self._update_curriculum(out.episode_length[done])
         return out
+
+    @property
+    def penalty_scale(self) -> float:
+        """The penalty-curriculum scale the next step uses."""
+        return self._penalty_scale
+
+    @penalty_scale.setter
+    def penalty_scale(self, value: float) -> None:
+        self._penalty_scale = float(value)
+
+    @property
+    def workers(self) -> int:
+        """Worker processes stepping the envs (0: the in-process thread pool)."""
+        return self._shards.workers
+
+    @property
+    def physics(self) -> BatchedMujoco:
+        """The MuJoCo models and datas (in-process mode only: tests and diagnostics)."""
+        if not isinstance(self._shards, InlineShards) or self._shards.shard is None:
+            raise AttributeError("env.physics is only reachable with backend.mode=threads")
+        return self._shards.shard.physics  # type: ignore[attr-defined]
 
     def reward_terms_now(self) -> dict[str, np.ndarray]:
         """The weighted reward terms `step` would award for the current physics state, command,
         gait phase and actions (diagnostics and tests; overwrites `reward_terms` in place)."""
-        self._rewards(self._read(slice(None)))
+        self._shards.call("reward_terms_now", self._penalty_scale)
         return self._out.reward_terms
 
     def terminated_now(self) -> np.ndarray:
         """Whether the current physics state would end the episode as a failure."""
-        return self._terminated(self._read(slice(None)))
+        return np.concatenate(self._shards.call("terminated_now"))
 
     def metrics(self) -> dict[str, float]:
         """Means since the previous call (episode stats: of the episodes finished meanwhile)."""
@@ -227,135 +247,52 @@ class G1WalkFlat:
         return result
 
     def get_state(self) -> dict[str, Any]:
-        """Everything needed to continue bit-identically (copies)."""
-        return {
-            "num_envs": self.num_envs,
-            "physics": self.physics.get_state(),
-            "kp_scale": self.physics.kp_scale.copy(),
-            "kd_scale": self.physics.kd_scale.copy(),
-            "action": self._action.copy(),
-            "last_action": self._last_action.copy(),
-            "command": self._command.copy(),
-            "phase": self._phase.copy(),
-            "episode_step": self._episode_step.copy(),
-            "episode_return": self._episode_return.copy(),
-            "obs": self._out.obs.copy(),
-            "critic_obs": self._out.critic_obs.copy(),
-            "rng": self._rng.bit_generator.state,
-            "penalty_scale": self._penalty_scale,
-            "mean_episode_length": self._mean_episode_length,
-            "metric_sums": self._metrics.state(),
-        }
+        """Everything needed to continue bit-identically (copies), whatever the shard split."""
+        parts = self._shards.call("get_state")
+        state: dict[str, Any] = {"format": STATE_FORMAT, "num_envs": self.num_envs}
+        state.update({k: np.concatenate([p[k] for p in parts]) for k in _PER_ENV})
+        state.update(
+            seed=self.seed,
+            obs=self._out.obs.copy(),
+            critic_obs=self._out.critic_obs.copy(),
+            penalty_scale=self._penalty_scale,
+            mean_episode_length=self._mean_episode_length,
+            metric_sums=self._metrics.state(),
+        )
+        return state
 
     def set_state(self, state: dict[str, Any]) -> None:
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(
+                "this env state was saved by an older G1 env (one random stream shared by all "
+                "envs); it cannot be continued bit for bit by this version: start a new run"
+            )
         if state["num_envs"] != self.num_envs:
             raise ValueError(f"state is for {state['num_envs']} envs, this env has {self.num_envs}")
-        ids = np.arange(self.num_envs)
-        self.physics.set_gain_scales(ids, state["kp_scale"], state["kd_scale"])
-        self.physics.set_state(state["physics"])
-        for name in ("action", "last_action", "command", "phase"):
-            getattr(self, f"_{name}")[:] = state[name]
-        self._episode_step[:] = state["episode_step"]
-        self._episode_return[:] = state["episode_return"]
+        seed = int(state["seed"])
+        parts = [
+            ({k: np.asarray(state[k])[lo:hi] for k in _PER_ENV}, seed)
+            for lo, hi in self._shards.ranges
+        ]
+        self._shards.call_each("set_state", parts)
+        self.seed = seed
         self._out.obs[:] = state["obs"]
         self._out.critic_obs[:] = state["critic_obs"]
-        self._rng.bit_generator.state = state["rng"]
         self._penalty_scale = float(state["penalty_scale"])
         self._mean_episode_length = float(state["mean_episode_length"])
         self._metrics.load(state["metric_sums"])
 
     def close(self) -> None:
-        self.physics.close()
+        """Stop the workers (if any) and free the shared memory; idempotent."""
+        self._shards.close()
+
+    def __enter__(self) -> G1WalkFlat:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _read(self, rows: slice | np.ndarray) -> dict[str, np.ndarray]:
-        """Task quantities of the given envs from the physics outputs (views for a slice)."""
-        phys, lay = self.physics, self.layout
-        sens = phys.sensordata[rows]
-        sl = lay.sensors
-        torso = sens[:, sl["torso_quat"]]
-        up = R.up_vector(torso)
-        gravity = -up if self.cfg.obs.gravity_frame == "world" else R.projected_gravity(torso)
-        return {
-            "joint_pos_rel": phys.qpos[rows][:, lay.joint_qpos] - lay.default_joint_pos,
-            "joint_vel": phys.qvel[rows][:, lay.joint_qvel],
-            "gyro": sens[:, sl["torso_gyro"]],
-            "lin_vel": sens[:, sl["pelvis_local_linvel"]],
-            "gravity": gravity,
-            "up": up,
-            "feet_z": np.stack(
-                (sens[:, sl["left_foot_pos"]][:, 2], sens[:, sl["right_foot_pos"]][:, 2]), axis=1
-            ),
-            "left_quat": sens[:, sl["left_foot_quat"]],
-            "right_quat": sens[:, sl["right_foot_quat"]],
-        }
-
-    def _observe(
-        self,
-        s: dict[str, np.ndarray],
-        rows: slice | np.ndarray,
-        obs: np.ndarray,
-        critic: np.ndarray,
-    ) -> None:
-        """Write the observations of `rows` into obs / critic (full-height arrays)."""
-        ocfg = self.cfg.obs
-        c = critic[rows] if isinstance(rows, np.ndarray) else critic
-        c[:, GYRO] = s["gyro"] * ocfg.gyro_scale
-        c[:, GRAVITY] = s["gravity"]
-        c[:, JOINT_POS] = s["joint_pos_rel"]
-        c[:, JOINT_VEL] = s["joint_vel"] * ocfg.joint_vel_scale
-        c[:, ACTION] = self._action[rows]
-        c[:, COMMAND] = self._command[rows]
-        c[:, PHASE] = self._phase[rows]
-        c[:, LIN_VEL] = s["lin_vel"] * ocfg.lin_vel_scale
-        o = c[:, :OBS_DIM].copy()
-        if ocfg.add_noise:
-            noise = self._rng.uniform(-1.0, 1.0, size=(len(o), 2 * NUM_JOINTS))
-            o[:, JOINT_POS.start : JOINT_VEL.stop] += noise * self._noise_scale
-        if isinstance(rows, np.ndarray):
-            critic[rows] = c
-            obs[rows] = o
-        else:
-            obs[:] = o
-
-    def _rewards(self, s: dict[str, np.ndarray]) -> None:
-        cfg, out, gait = self.cfg, self._out, self.cfg.gait
-        sigma = cfg.tracking_sigma
-        raw = {
-            "tracking_lin_vel": R.tracking_lin_vel(
-                self._command[:, :2], s["lin_vel"][:, :2], sigma
-            ),
-            "tracking_ang_vel": R.tracking_ang_vel(self._command[:, 2], s["gyro"][:, 2], sigma),
-            "penalty_ang_vel_xy": R.ang_vel_xy(s["gyro"]),
-            "penalty_orientation": R.orientation(s["gravity"]),
-            "penalty_action_rate": R.action_rate(self._action, self._last_action),
-            "pose": R.pose(s["joint_pos_rel"], self._pose_weights),
-            "penalty_feet_ori": R.feet_ori(s["left_quat"], s["right_quat"]),
-            "feet_phase": R.feet_phase(s["feet_z"], self._phase, gait.swing_height, gait.sigma),
-            "alive": np.ones(self.num_envs),
-        }
-        scale = self._penalty_scale if cfg.curriculum.enabled else 1.0
-        weights = np.where(self._is_penalty, self._weights * scale, self._weights)
-        total = np.zeros(self.num_envs)
-        for name, w in zip(REWARD_TERMS, weights, strict=True):
-            term = w * raw[name]
-            total += term
-            out.reward_terms[name][:] = term
-        out.reward[:] = total
-
-    def _terminated(self, s: dict[str, np.ndarray]) -> np.ndarray:
-        phys = self.physics
-        finite = np.isfinite(phys.qpos).all(axis=1) & np.isfinite(phys.qvel).all(axis=1)
-        height = phys.qpos[:, self.layout.root_qpos + 2]
-        return (
-            (s["up"][:, 2] < self._min_up_z) | (height < self.cfg.termination_min_height) | ~finite
-        )
-
-    def _zero_rows(self, rows: np.ndarray) -> None:
-        out = self._out
-        for arr in (out.final_obs, out.final_critic_obs, out.reward, *out.reward_terms.values()):
-            arr[rows] = 0.0
 
     def _update_curriculum(self, lengths: np.ndarray) -> None:
         cur = self.cfg.curriculum
@@ -368,36 +305,6 @@ class G1WalkFlat:
         elif self._mean_episode_length > cur.level_up_threshold:
             self._penalty_scale *= 1.0 + cur.degree
         self._penalty_scale = min(max(self._penalty_scale, cur.min_scale), cur.max_scale)
-
-    def _reset_envs(self, ids: np.ndarray) -> None:
-        cfg, lay, rng = self.cfg, self.layout, self._rng
-        rc, cc = cfg.reset, cfg.commands
-        k = len(ids)
-        qpos = np.tile(lay.stand_qpos, (k, 1))
-        qvel = np.zeros((k, self.model.nv))
-        root, vroot = lay.root_qpos, lay.root_qvel
-        qpos[:, root : root + 2] += rng.uniform(-rc.xy, rc.xy, size=(k, 2))
-        yaw = rng.uniform(-rc.yaw, rc.yaw, size=k)
-        qpos[:, root + 3 : root + 7] = R.quat_mul(qpos[:, root + 3 : root + 7], R.yaw_quat(yaw))
-        qvel[:, vroot : vroot + 6] = rng.uniform(-rc.root_vel, rc.root_vel, size=(k, 6))
-        kp = rng.uniform(*rc.kp_scale, size=k)
-        kd = rng.uniform(*rc.kd_scale, size=k)
-        low = np.array([cc.vx[0], cc.vy[0], cc.wz[0]])
-        high = np.array([cc.vx[1], cc.vy[1], cc.wz[1]])
-        command = rng.uniform(low, high, size=(k, 3))
-        standing = np.linalg.norm(command[:, :2], axis=1) <= cc.dead_zone
-        command[standing, :2] = 0.0
-        left = rng.uniform(0.0, R.TWO_PI, size=k)
-
-        self.physics.set_gain_scales(ids, kp, kd)
-        self.physics.reset_envs(ids, qpos, qvel)
-        self._command[ids] = command
-        self._phase[ids] = np.stack((left, np.mod(left + np.pi, R.TWO_PI)), axis=1)
-        self._action[ids] = 0.0
-        self._last_action[ids] = 0.0
-        self._episode_step[ids] = 0
-        self._episode_return[ids] = 0.0
-        self._observe(self._read(ids), ids, self._out.obs, self._out.critic_obs)
 
 
 class _MetricSums:

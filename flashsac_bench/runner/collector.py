@@ -17,11 +17,11 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
 
+from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.replay import RowLayout
 
 # How long the main thread waits for one env tick before declaring the collector hung. The
@@ -104,7 +104,7 @@ class Staging:
         self.set_current(state["obs"], state["critic_obs"], state["dones"])
 
 
-def pack_tick(env: Any, staging: Staging, want_metrics: bool) -> TickResult:
+def pack_tick(env: VecEnv, staging: Staging, want_metrics: bool) -> TickResult:
     """Step every env once with staging.actions and pack the transitions (collector thread)."""
     t0 = time.perf_counter()
     s, c = staging, staging.cols
@@ -140,7 +140,7 @@ def pack_tick(env: Any, staging: Staging, want_metrics: bool) -> TickResult:
 class Collector:
     """One daemon thread that runs pack_tick on request; `wait` bounds how long it may take."""
 
-    env: Any
+    env: VecEnv
     staging: Staging
     timeout_s: float = DEFAULT_TIMEOUT_S
     _requests: queue.Queue = field(default_factory=lambda: queue.Queue(maxsize=1))

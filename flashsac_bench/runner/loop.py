@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.root import Config
+from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import (
     checkpoint_path,
@@ -131,7 +133,7 @@ class Runner:
         self.start_iteration = self.done_iterations = 0
         self.resumed_from: str | None = None
         self.checkpoints: list[dict[str, Any]] = []  # written by this process
-        self.env: Any = None
+        self.env: VecEnv | None = None
         self.learner: FlashSACLearner | None = None
         self.collector: Collector | None = None
         self.scalars: Scalars | None = None
@@ -196,7 +198,7 @@ class Runner:
             "gemm_align": c.hardware.resolved_gemm_align(),
             "torch_threads": c.hardware.torch_threads,
             "backend": c.backend.name,
-            "backend_threads": c.backend.resolved_num_threads(c.run.num_envs),
+            **_env_plan_fields(c.backend.plan(c.run.num_envs)),
             "task": c.task.name,
             "seed": c.run.seed,
             "time_limit_s": c.run.time_limit_s,
@@ -221,10 +223,14 @@ class Runner:
 
         t = time.perf_counter()
         factory = resolve_env_factory(self.env_factory)
-        self.env = factory(c.task, c.backend, c.run.num_envs, c.run.seed)
+        env = factory(c.task, c.backend, c.run.num_envs, c.run.seed)
+        if not isinstance(env, VecEnv):
+            raise TypeError(f"the env factory returned {type(env).__name__}, not a VecEnv")
+        self.env = env
         self.startup["env_build_s"] = time.perf_counter() - t
+        # What the env really runs on (a custom factory may ignore backend.mode).
+        self.training_config["env_workers"] = int(getattr(env, "workers", 0))
         self._warn_oversubscription()
-        env = self.env
         dims = Dims(env.obs_dim, env.critic_obs_dim, env.action_dim)
 
         t = time.perf_counter()
@@ -267,7 +273,12 @@ class Runner:
         self.training_config["device_steps"] = self.steps.mode
         self.metrics_host = torch.zeros(len(learner.metric_names), pin_memory=cuda)
         self.timer = LearnerTimer(self.device)
-        self.collector = Collector(env, self.staging, self.collector_timeout_s)
+        # A worker process that hangs is reported by the env itself (naming the worker), so the
+        # collector's generic timeout must not fire first.
+        timeout = self.collector_timeout_s
+        if self.training_config["env_workers"]:
+            timeout = max(timeout, c.backend.worker_timeout_s + 5.0)
+        self.collector = Collector(env, self.staging, timeout)
         self.collector.start()
         tb = self.run_dir / "tb" if c.run.tensorboard else None
         self.scalars = Scalars(tb, c.run.num_envs)
@@ -291,7 +302,7 @@ class Runner:
             return
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         learner = torch.get_num_threads()
-        env = self.training_config["backend_threads"]
+        env = self.training_config["env_workers"] or self.training_config["env_threads"]
         if cores and learner + env > cores:
             log.warning(
                 "learner threads (%d) + env threads (%d) exceed the %d cores this process may "
@@ -645,6 +656,14 @@ class Runner:
 
     def _write_summary(self) -> None:
         write_json(self.run_dir / SUMMARY_NAME, self.summary())
+
+
+def _env_plan_fields(plan: EnvPlan) -> dict[str, Any]:
+    return {
+        "env_mode": plan.mode,
+        "env_workers": plan.workers,
+        "env_threads": plan.threads,
+    }
 
 
 def _r(value: float | None, digits: int = 2) -> str:

@@ -37,7 +37,9 @@ IMU_IN_PELVIS_X = 0.04525  # site position of the pelvis IMU along the pelvis x 
 
 
 def _env(n: int = 4, seed: int = 0, threads: int = 2, **task: object) -> G1WalkFlat:
-    return make_env(TaskConfig(**task), BackendConfig(num_threads=threads), n, seed)
+    # In-process: these tests read and place the MuJoCo state through env.physics.
+    backend = BackendConfig(mode="threads", num_threads=threads)
+    return make_env(TaskConfig(**task), backend, n, seed)
 
 
 def _actions(n: int, steps: int, seed: int = 1) -> np.ndarray:
@@ -88,27 +90,26 @@ def _quat(axis: tuple[float, float, float], angle_deg: float) -> np.ndarray:
 # -- contract -----------------------------------------------------------------------------------
 
 
-def test_shapes_dtypes_and_preallocated_outputs() -> None:
-    allocated: list[np.ndarray] = []
-
-    def factory(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        allocated.append(np.full(shape, 7, dtype))
-        return allocated[-1]
-
-    env = make_env(TaskConfig(), BackendConfig(num_threads=1), 3, 0, array_factory=factory)
+@pytest.mark.parametrize("backend", ["threads", "processes"])
+def test_shapes_dtypes_and_preallocated_outputs(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    workers = 2 if backend == "processes" else 0
+    env = make_env(TaskConfig(), BackendConfig(mode=backend, workers=workers), 3, 0)
+    request.addfinalizer(env.close)
+    assert env.workers == workers
     assert (env.num_envs, env.obs_dim, env.critic_obs_dim, env.action_dim) == (3, 98, 101, 29)
     assert env.max_episode_steps == 1000
     obs, critic = env.reset()
     assert obs.shape == (3, 98) and obs.dtype == np.float32
     assert critic.shape == (3, 101) and critic.dtype == np.float32
     step = env.step(np.zeros((3, 29), np.float32))
-    again = env.step(np.zeros((3, 29), np.float32))
-    assert again is step  # one result object, overwritten in place
     arrays = [getattr(step, k) for k in step.__dataclass_fields__ if k != "reward_terms"]
     arrays += list(step.reward_terms.values())
-    # Every output comes from the factory, allocated once.
-    assert len(allocated) == len(arrays)
-    assert all(any(a is b for b in allocated) for a in arrays)
+    snapshot = [a.copy() for a in arrays]
+    again = env.step(np.zeros((3, 29), np.float32))
+    assert again is step  # one result object, its arrays overwritten in place
+    assert any(not np.array_equal(a, b) for a, b in zip(arrays, snapshot, strict=True))
     assert step.obs is obs and step.critic_obs is critic
     assert step.final_obs.shape == (3, 98) and step.final_critic_obs.shape == (3, 101)
     for name in ("reward", "episode_return"):

@@ -1,0 +1,338 @@
+"""The per-env work of G1 Walk Flat for one contiguous env range (one shard, see `envs.shards`).
+
+A shard steps its envs' MuJoCo models and computes their observations, rewards, terminations,
+resets and reset randomization, writing into row views of the vector env's (N, ...) arrays.
+The task contract is in `g1_walk_flat`'s module docstring. What is global stays with the vector
+env (`G1WalkFlat`): the penalty-curriculum scale comes in as a `step` argument, and the episode
+statistics it follows are reduced there, in env-index order, from the shared outputs.
+
+Every per-env quantity is computed row by row (numpy elementwise ops and reductions along each
+row), and every random number comes from the env's own stream (`env_rng.EnvStreams`, keyed by
+the GLOBAL env index), so an env's numbers do not depend on which shard it is in or how large
+that shard is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from flashsac_bench.config.task import RewardWeights, TaskConfig
+from flashsac_bench.envs import g1_rewards as R
+from flashsac_bench.envs.batched import BatchedMujoco
+from flashsac_bench.envs.env_rng import EnvStreams
+from flashsac_bench.envs.g1_layout import G1Layout
+from flashsac_bench.envs.g1_model import task_spec
+from flashsac_bench.envs.shards import ArraySpec
+
+NUM_JOINTS = 29
+OBS_DIM = 98
+CRITIC_OBS_DIM = 101
+# Policy observation layout.
+GYRO, GRAVITY = slice(0, 3), slice(3, 6)
+JOINT_POS, JOINT_VEL, ACTION = slice(6, 35), slice(35, 64), slice(64, 93)
+COMMAND, PHASE, LIN_VEL = slice(93, 96), slice(96, 98), slice(98, 101)
+REWARD_TERMS: tuple[str, ...] = tuple(f.name for f in fields(RewardWeights))
+
+# Random streams of each env, and how many numbers one draw of each takes.
+NOISE_STREAM, RESET_STREAM = 0, 1
+NOISE_VALUES = 2 * NUM_JOINTS
+# xy (2), yaw, root velocity (6), kp, kd, command (3), left-foot phase.
+RESET_VALUES = 15
+
+# The shard's own per-env state (besides physics): checkpointed by get_state.
+_TASK_STATE = ("action", "last_action", "command", "phase", "episode_step", "episode_return")
+
+
+def build_task_model(task_cfg: TaskConfig) -> mujoco.MjModel:
+    """The task's compiled model with the task's timestep (every shard builds its own)."""
+    model = task_spec(task_cfg.model_file).compile()
+    model.opt.timestep = task_cfg.sim_dt
+    # A diverging sim must surface as a non-finite state that ends the episode, not be
+    # silently put back at qpos0 by MuJoCo in the middle of one.
+    model.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_AUTORESET
+    return model
+
+
+def array_spec(model: mujoco.MjModel) -> ArraySpec:
+    """The shared per-env arrays: the actions in, every output of a step out."""
+    f32 = "float32"
+    return ArraySpec(
+        (
+            ("actions", (NUM_JOINTS,), "float64"),
+            ("obs", (OBS_DIM,), f32),
+            ("critic_obs", (CRITIC_OBS_DIM,), f32),
+            ("final_obs", (OBS_DIM,), f32),
+            ("final_critic_obs", (CRITIC_OBS_DIM,), f32),
+            ("reward", (), f32),
+            ("terminated", (), "bool"),
+            ("truncated", (), "bool"),
+            *((f"term/{name}", (), f32) for name in REWARD_TERMS),
+            ("episode_return", (), f32),
+            ("episode_length", (), "int32"),
+            ("qpos", (model.nq,), "float64"),
+            ("qvel", (model.nv,), "float64"),
+            ("sensordata", (model.nsensordata,), "float64"),
+        )
+    )
+
+
+@dataclass(frozen=True)
+class G1ShardFactory:
+    """Builds the shard of envs [lo, hi) (picklable: sent to worker processes)."""
+
+    task_cfg: TaskConfig
+    seed: int
+    num_threads: int = 1
+
+    def __call__(self, lo: int, hi: int, arrays: dict[str, np.ndarray]) -> G1Shard:
+        return G1Shard(self.task_cfg, lo, hi, self.seed, self.num_threads, arrays)
+
+
+class G1Shard:
+    """Envs [lo, hi) of G1 Walk Flat; `arrays` are their rows of the shared arrays."""
+
+    def __init__(
+        self,
+        task_cfg: TaskConfig,
+        lo: int,
+        hi: int,
+        seed: int,
+        num_threads: int,
+        arrays: dict[str, np.ndarray],
+    ) -> None:
+        self.cfg = task_cfg
+        self.lo, self.hi = lo, hi
+        n = self.num_envs = hi - lo
+        self.max_episode_steps = task_cfg.max_episode_steps
+        self.model = model = build_task_model(task_cfg)
+        self.layout = G1Layout.from_model(model)
+        self.a = arrays
+        self.physics = BatchedMujoco(
+            model,
+            n,
+            num_threads,
+            outputs={k: arrays[k] for k in ("qpos", "qvel", "sensordata")},
+        )
+        self.rng = EnvStreams(seed, np.arange(lo, hi), num_streams=2)
+        self.terms = {name: arrays[f"term/{name}"] for name in REWARD_TERMS}
+
+        weights = np.asarray([getattr(task_cfg.rewards, k) for k in REWARD_TERMS])
+        self._weights = weights * task_cfg.ctrl_dt
+        self._is_penalty = weights < 0
+        self._pose_weights = np.asarray(task_cfg.pose_weights, dtype=np.float64)
+        self._phase_delta = 2.0 * math.pi * task_cfg.gait.frequency * task_cfg.ctrl_dt
+        self._min_up_z = math.cos(math.radians(task_cfg.termination_tilt_deg))
+        obs = task_cfg.obs
+        self._noise_scale = np.concatenate(
+            (
+                np.full(NUM_JOINTS, obs.joint_pos_noise),
+                np.full(NUM_JOINTS, obs.joint_vel_noise * obs.joint_vel_scale),
+            )
+        )
+        self.action = np.zeros((n, NUM_JOINTS))
+        self.last_action = np.zeros((n, NUM_JOINTS))
+        self.command = np.zeros((n, 3))
+        self.phase = np.zeros((n, 2))
+        self.episode_step = np.zeros(n, dtype=np.int64)
+        self.episode_return = np.zeros(n)
+
+    # -- commands (called by the executor) ------------------------------------------------------
+
+    def reset(self) -> None:
+        """Reset every env of the shard (fresh randomization); final_obs = obs."""
+        self._reset_envs(np.arange(self.num_envs))
+        a = self.a
+        a["final_obs"][:] = a["obs"]
+        a["final_critic_obs"][:] = a["critic_obs"]
+
+    def step(self, penalty_scale: float) -> None:
+        """One control step of every env with `actions`; finished envs are reset."""
+        cfg, a, phys, lay = self.cfg, self.a, self.physics, self.layout
+        self.last_action[:] = self.action
+        np.clip(a["actions"], -1.0, 1.0, out=self.action)
+        phys.ctrl[:, lay.actuators] = lay.default_joint_pos + cfg.action_scale * self.action
+        self.phase += self._phase_delta
+        np.mod(self.phase, R.TWO_PI, out=self.phase)
+        phys.step(cfg.decimation)
+        self.episode_step += 1
+
+        s = self._read(slice(None))
+        self._observe(s, slice(None), a["final_obs"], a["final_critic_obs"])
+        self._rewards(s, penalty_scale)
+        terminated = self._terminated(s)
+        broken = ~np.isfinite(a["final_critic_obs"]).all(axis=1) | ~np.isfinite(a["reward"])
+        if broken.any():  # never hand NaN to the learner: zero the rows, end the episode
+            self._zero_rows(broken)
+            terminated |= broken
+        truncated = (self.episode_step >= self.max_episode_steps) & ~terminated
+        a["terminated"][:] = terminated
+        a["truncated"][:] = truncated
+        self.episode_return += a["reward"]
+        a["episode_return"][:] = self.episode_return
+        a["episode_length"][:] = self.episode_step
+        a["obs"][:] = a["final_obs"]
+        a["critic_obs"][:] = a["final_critic_obs"]
+        done = np.flatnonzero(terminated | truncated)
+        if done.size:
+            self._reset_envs(done)
+
+    def reward_terms_now(self, penalty_scale: float) -> None:
+        """Write the weighted terms `step` would award for the current state into the term
+        outputs (diagnostics and tests)."""
+        self._rewards(self._read(slice(None)), penalty_scale)
+
+    def terminated_now(self) -> np.ndarray:
+        """Whether the current physics state would end each episode as a failure."""
+        return self._terminated(self._read(slice(None)))
+
+    def get_state(self) -> dict[str, Any]:
+        """This shard's rows of the per-env state (copies)."""
+        state: dict[str, Any] = {name: getattr(self, name).copy() for name in _TASK_STATE}
+        state.update(
+            physics=self.physics.get_state(),
+            kp_scale=self.physics.kp_scale.copy(),
+            kd_scale=self.physics.kd_scale.copy(),
+            rng_counters=self.rng.counters.copy(),
+        )
+        return state
+
+    def set_state(self, state: dict[str, Any], seed: int) -> None:
+        """Restore this shard's rows (`state` holds exactly them) and the stream seed."""
+        if seed != self.rng.seed:
+            self.rng = EnvStreams(seed, np.arange(self.lo, self.hi), num_streams=2)
+        self.physics.set_gain_scales(range(self.num_envs), state["kp_scale"], state["kd_scale"])
+        self.physics.set_state(state["physics"])
+        for name in _TASK_STATE:
+            getattr(self, name)[:] = state[name]
+        self.rng.counters[:] = state["rng_counters"]
+
+    def close(self) -> None:
+        self.physics.close()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _read(self, rows: slice | np.ndarray) -> dict[str, np.ndarray]:
+        """Task quantities of the given envs from the physics outputs (views for a slice)."""
+        phys, lay = self.physics, self.layout
+        sens = phys.sensordata[rows]
+        sl = lay.sensors
+        torso = sens[:, sl["torso_quat"]]
+        up = R.up_vector(torso)
+        gravity = -up if self.cfg.obs.gravity_frame == "world" else R.projected_gravity(torso)
+        return {
+            "joint_pos_rel": phys.qpos[rows][:, lay.joint_qpos] - lay.default_joint_pos,
+            "joint_vel": phys.qvel[rows][:, lay.joint_qvel],
+            "gyro": sens[:, sl["torso_gyro"]],
+            "lin_vel": sens[:, sl["pelvis_local_linvel"]],
+            "gravity": gravity,
+            "up": up,
+            "feet_z": np.stack(
+                (sens[:, sl["left_foot_pos"]][:, 2], sens[:, sl["right_foot_pos"]][:, 2]), axis=1
+            ),
+            "left_quat": sens[:, sl["left_foot_quat"]],
+            "right_quat": sens[:, sl["right_foot_quat"]],
+        }
+
+    def _observe(
+        self,
+        s: dict[str, np.ndarray],
+        rows: slice | np.ndarray,
+        obs: np.ndarray,
+        critic: np.ndarray,
+    ) -> None:
+        """Write the observations of `rows` into obs / critic (the shard's full-height rows)."""
+        ocfg = self.cfg.obs
+        c = critic[rows] if isinstance(rows, np.ndarray) else critic
+        c[:, GYRO] = s["gyro"] * ocfg.gyro_scale
+        c[:, GRAVITY] = s["gravity"]
+        c[:, JOINT_POS] = s["joint_pos_rel"]
+        c[:, JOINT_VEL] = s["joint_vel"] * ocfg.joint_vel_scale
+        c[:, ACTION] = self.action[rows]
+        c[:, COMMAND] = self.command[rows]
+        c[:, PHASE] = self.phase[rows]
+        c[:, LIN_VEL] = s["lin_vel"] * ocfg.lin_vel_scale
+        o = c[:, :OBS_DIM].copy()
+        if ocfg.add_noise:
+            unit = self.rng.unit(NOISE_STREAM, rows, NOISE_VALUES)
+            o[:, JOINT_POS.start : JOINT_VEL.stop] += (2.0 * unit - 1.0) * self._noise_scale
+        if isinstance(rows, np.ndarray):
+            critic[rows] = c
+            obs[rows] = o
+        else:
+            obs[:] = o
+
+    def _rewards(self, s: dict[str, np.ndarray], penalty_scale: float) -> None:
+        cfg, gait = self.cfg, self.cfg.gait
+        sigma = cfg.tracking_sigma
+        raw = {
+            "tracking_lin_vel": R.tracking_lin_vel(self.command[:, :2], s["lin_vel"][:, :2], sigma),
+            "tracking_ang_vel": R.tracking_ang_vel(self.command[:, 2], s["gyro"][:, 2], sigma),
+            "penalty_ang_vel_xy": R.ang_vel_xy(s["gyro"]),
+            "penalty_orientation": R.orientation(s["gravity"]),
+            "penalty_action_rate": R.action_rate(self.action, self.last_action),
+            "pose": R.pose(s["joint_pos_rel"], self._pose_weights),
+            "penalty_feet_ori": R.feet_ori(s["left_quat"], s["right_quat"]),
+            "feet_phase": R.feet_phase(s["feet_z"], self.phase, gait.swing_height, gait.sigma),
+            "alive": np.ones(self.num_envs),
+        }
+        scale = penalty_scale if cfg.curriculum.enabled else 1.0
+        weights = np.where(self._is_penalty, self._weights * scale, self._weights)
+        total = np.zeros(self.num_envs)
+        for name, w in zip(REWARD_TERMS, weights, strict=True):
+            term = w * raw[name]
+            total += term
+            self.terms[name][:] = term
+        self.a["reward"][:] = total
+
+    def _terminated(self, s: dict[str, np.ndarray]) -> np.ndarray:
+        phys = self.physics
+        finite = np.isfinite(phys.qpos).all(axis=1) & np.isfinite(phys.qvel).all(axis=1)
+        height = phys.qpos[:, self.layout.root_qpos + 2]
+        return (
+            (s["up"][:, 2] < self._min_up_z) | (height < self.cfg.termination_min_height) | ~finite
+        )
+
+    def _zero_rows(self, rows: np.ndarray) -> None:
+        a = self.a
+        for arr in (a["final_obs"], a["final_critic_obs"], a["reward"], *self.terms.values()):
+            arr[rows] = 0.0
+
+    def _reset_envs(self, ids: np.ndarray) -> None:
+        cfg, lay = self.cfg, self.layout
+        rc, cc = cfg.reset, cfg.commands
+        k = len(ids)
+        u = self.rng.unit(RESET_STREAM, ids, RESET_VALUES)
+        qpos = np.tile(lay.stand_qpos, (k, 1))
+        qvel = np.zeros((k, self.model.nv))
+        root, vroot = lay.root_qpos, lay.root_qvel
+        qpos[:, root : root + 2] += rc.xy * (2.0 * u[:, 0:2] - 1.0)
+        yaw = rc.yaw * (2.0 * u[:, 2] - 1.0)
+        qpos[:, root + 3 : root + 7] = R.quat_mul(qpos[:, root + 3 : root + 7], R.yaw_quat(yaw))
+        qvel[:, vroot : vroot + 6] = rc.root_vel * (2.0 * u[:, 3:9] - 1.0)
+        kp = _between(rc.kp_scale, u[:, 9])
+        kd = _between(rc.kd_scale, u[:, 10])
+        low = np.array([cc.vx[0], cc.vy[0], cc.wz[0]])
+        high = np.array([cc.vx[1], cc.vy[1], cc.wz[1]])
+        command = low + (high - low) * u[:, 11:14]
+        standing = np.linalg.norm(command[:, :2], axis=1) <= cc.dead_zone
+        command[standing, :2] = 0.0
+        left = R.TWO_PI * u[:, 14]
+
+        self.physics.set_gain_scales(ids, kp, kd)
+        self.physics.reset_envs(ids, qpos, qvel)
+        self.command[ids] = command
+        self.phase[ids] = np.stack((left, np.mod(left + np.pi, R.TWO_PI)), axis=1)
+        self.action[ids] = 0.0
+        self.last_action[ids] = 0.0
+        self.episode_step[ids] = 0
+        self.episode_return[ids] = 0.0
+        self._observe(self._read(ids), ids, self.a["obs"], self.a["critic_obs"])
+
+
+def _between(bounds: list[float], unit: np.ndarray) -> np.ndarray:
+    return bounds[0] + (bounds[1] - bounds[0]) * unit

@@ -1,0 +1,400 @@
+"""Env shards: contiguous env ranges stepped in-process (thread pool) or by worker processes.
+
+A *shard* owns envs [lo, hi): it steps their physics and computes everything per env
+(observations, rewards, terminations, resets, randomization), reading its inputs from and
+writing its outputs into row views of one set of (N, ...) arrays. Whoever owns the shards
+(`ShardedArrays` + an executor) only reads and writes those arrays and signals commands, so a
+vector env built on shards has no per-env Python in its own process.
+
+Two executors run the same shard code:
+- `InlineShards`: one shard of all N envs in this process (its physics on a thread pool);
+- `ProcessShards`: K worker processes (spawned), shard k in worker k, the arrays in ONE
+  shared-memory block that the parent and every worker map. The parent sends a command down a
+  pipe to every worker and waits for every reply: a step costs two small messages per worker.
+
+Faults (`EnvWorkerError`, naming the worker and its env range): a worker that raises sends a
+one-line error and exits; one that dies is seen at once (its pipe closes); one that sends no
+reply within `timeout_s` is declared hung. `close()` ends every worker (terminate, then kill)
+and unlinks the shared memory, also after any of these. Workers also end on their own when the
+parent dies (the pipe closes; on Linux the kernel also sends them SIGKILL), and they ignore
+SIGINT, so a Ctrl-C reaches only the parent, which then stops them in order. If the parent is
+killed, multiprocessing's resource tracker unlinks the block once the workers are gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.shared_memory import SharedMemory
+from typing import Any, Protocol
+
+import numpy as np
+
+SHM_PREFIX = "flashsac_"
+DEFAULT_STEP_TIMEOUT_S = 10.0  # below the runner's collector timeout, so this error wins
+START_TIMEOUT_S = 180.0  # spawn + imports + model build, on a loaded machine
+STATE_TIMEOUT_S = 120.0
+_ALIGN = 64
+
+
+class EnvWorkerError(RuntimeError):
+    """A worker process failed, died or hung; the message names it and its env range."""
+
+
+class Shard(Protocol):
+    """What an executor calls on each shard. Methods other than these may be `call`ed too."""
+
+    def reset(self) -> None: ...
+
+    def step(self, *args: Any) -> None: ...
+
+    def get_state(self) -> dict[str, Any]: ...
+
+    def set_state(self, state: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# (lo, hi, row views of every array) -> the shard of envs [lo, hi). Must be picklable (it is
+# sent to the worker processes): a module-level class instance or function.
+ShardFactory = Callable[[int, int, dict[str, np.ndarray]], Shard]
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """Named per-env arrays: name -> (shape of one env's row, dtype)."""
+
+    fields: tuple[tuple[str, tuple[int, ...], str], ...]
+
+    def _layout(
+        self, num_envs: int
+    ) -> tuple[list[tuple[str, tuple[int, ...], np.dtype, int]], int]:
+        entries, offset = [], 0
+        for name, row_shape, dtype in self.fields:
+            dt = np.dtype(dtype)
+            shape = (num_envs, *row_shape)
+            entries.append((name, shape, dt, offset))
+            size = int(np.prod(shape)) * dt.itemsize
+            offset += -(-size // _ALIGN) * _ALIGN
+        return entries, max(offset, _ALIGN)
+
+    def nbytes(self, num_envs: int) -> int:
+        return self._layout(num_envs)[1]
+
+    def views(self, buffer: Any, num_envs: int) -> dict[str, np.ndarray]:
+        entries, _ = self._layout(num_envs)
+        return {
+            name: np.ndarray(shape, dtype=dt, buffer=buffer, offset=offset)
+            for name, shape, dt, offset in entries
+        }
+
+
+def rows(arrays: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
+    return {name: arr[lo:hi] for name, arr in arrays.items()}
+
+
+def split_ranges(num_envs: int, parts: int) -> list[tuple[int, int]]:
+    """`parts` contiguous ranges covering [0, num_envs), sizes differing by at most one."""
+    if not 1 <= parts <= num_envs:
+        raise ValueError(f"cannot split {num_envs} envs into {parts} shards")
+    base, extra = divmod(num_envs, parts)
+    bounds = [0]
+    for k in range(parts):
+        bounds.append(bounds[-1] + base + (k < extra))
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class InlineShards:
+    """One shard of all envs, in this process (its physics may use a thread pool)."""
+
+    kind = "threads"
+
+    def __init__(self, factory: ShardFactory, spec: ArraySpec, num_envs: int) -> None:
+        self.num_envs = num_envs
+        self.ranges = [(0, num_envs)]
+        self._buffer = np.zeros(spec.nbytes(num_envs), dtype=np.uint8)
+        self.arrays = spec.views(self._buffer, num_envs)
+        self.shard: Shard | None = factory(0, num_envs, rows(self.arrays, 0, num_envs))
+
+    @property
+    def workers(self) -> int:
+        return 0
+
+    def call(self, method: str, *args: Any) -> list[Any]:
+        assert self.shard is not None, "shards are closed"
+        return [getattr(self.shard, method)(*args)]
+
+    def call_each(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
+        assert self.shard is not None, "shards are closed"
+        (only,) = args
+        return [getattr(self.shard, method)(*only)]
+
+    def close(self) -> None:
+        if self.shard is not None:
+            self.shard.close()
+            self.shard = None
+
+
+@dataclass
+class _Worker:
+    index: int
+    lo: int
+    hi: int
+    process: Any  # multiprocessing.Process (spawn context)
+    conn: mpc.Connection
+
+    @property
+    def name(self) -> str:
+        return f"env worker {self.index} (envs {self.lo}-{self.hi - 1}, pid {self.process.pid})"
+
+
+class ProcessShards:
+    """K worker processes, worker k owning the k-th contiguous env range."""
+
+    kind = "processes"
+
+    def __init__(
+        self,
+        factory: ShardFactory,
+        spec: ArraySpec,
+        num_envs: int,
+        workers: int,
+        timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
+        start_timeout_s: float = START_TIMEOUT_S,
+    ) -> None:
+        self.num_envs = num_envs
+        self.ranges = split_ranges(num_envs, workers)
+        self.timeout_s = timeout_s
+        self._workers: list[_Worker] = []
+        self._closed = False
+        name = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+        self._shm: SharedMemory | None = SharedMemory(
+            name=name, create=True, size=spec.nbytes(num_envs)
+        )
+        try:
+            self.arrays = spec.views(self._shm.buf, num_envs)
+            for a in self.arrays.values():
+                a[...] = 0
+            ctx = mp.get_context("spawn")
+            # The kernel's parent-death signal fires when the creating THREAD ends.
+            main_thread = threading.current_thread() is threading.main_thread()
+            for k, (lo, hi) in enumerate(self.ranges):
+                parent_end, child_end = ctx.Pipe(duplex=True)
+                proc = ctx.Process(
+                    target=_worker_main,
+                    args=(
+                        child_end,
+                        name,
+                        spec,
+                        num_envs,
+                        lo,
+                        hi,
+                        factory,
+                        os.getpid(),
+                        main_thread,
+                    ),
+                    name=f"flashsac-env-{k}",
+                    daemon=True,
+                )
+                proc.start()
+                child_end.close()
+                self._workers.append(_Worker(k, lo, hi, proc, parent_end))
+            self._gather(self._workers, "start", start_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def workers(self) -> int:
+        return len(self._workers)
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self._workers]
+
+    @property
+    def shm_name(self) -> str | None:
+        return self._shm.name if self._shm is not None else None
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def call(self, method: str, *args: Any) -> list[Any]:
+        """`method(*args)` on every shard, in parallel; the results in env order."""
+        return self.call_each(method, [args] * len(self._workers))
+
+    def call_each(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
+        if self._closed:
+            raise EnvWorkerError("the env workers are closed")
+        timeout = self.timeout_s if method == "step" else max(self.timeout_s, STATE_TIMEOUT_S)
+        for w, a in zip(self._workers, args, strict=True):
+            try:
+                w.conn.send((method, a))
+            except (BrokenPipeError, ConnectionResetError, EOFError):
+                self._fail(w, f"{w.name} is gone ({self._exit_text(w)}) before {method!r}")
+        return self._gather(self._workers, method, timeout)
+
+    def _gather(self, workers: list[_Worker], what: str, timeout_s: float) -> list[Any]:
+        results: dict[int, Any] = {}
+        waiting = {w.conn: w for w in workers}
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            left = deadline - time.monotonic()
+            ready = mpc.wait(list(waiting), timeout=max(left, 0.0)) if left > 0 else []
+            if not ready:
+                w = next(iter(waiting.values()))
+                self._fail(
+                    w,
+                    f"{w.name} sent no reply to {what!r} within {timeout_s:.0f} s (hung?)",
+                )
+            for conn in ready:
+                w = waiting.pop(conn)  # type: ignore[arg-type]
+                try:
+                    status, value = conn.recv()
+                except (EOFError, OSError):
+                    self._fail(w, f"{w.name} died during {what!r} ({self._exit_text(w)})")
+                if status == "error":
+                    verb = "failed to start" if what == "start" else f"failed in {what!r}"
+                    self._fail(w, f"{w.name} {verb}: {value}")
+                results[w.index] = value
+        return [results[w.index] for w in workers]
+
+    def _exit_text(self, w: _Worker) -> str:
+        w.process.join(timeout=1.0)
+        code = w.process.exitcode
+        if code is None:
+            return "still running"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                return f"killed by {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def _fail(self, w: _Worker, message: str) -> None:
+        # The shards are out of step with each other now: nothing can continue.
+        self.close()
+        raise EnvWorkerError(message)
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End every worker and free the shared memory (idempotent; safe after any fault)."""
+        if self._closed:
+            return
+        self._closed = True
+        for w in self._workers:
+            with contextlib.suppress(OSError, ValueError, EOFError):
+                if w.process.is_alive():
+                    w.conn.send(("close", ()))
+        deadline = time.monotonic() + 2.0
+        for w in self._workers:
+            w.process.join(timeout=max(deadline - time.monotonic(), 0.0))
+        for w in self._workers:
+            if w.process.is_alive():
+                w.process.terminate()
+                w.process.join(timeout=1.0)
+            if w.process.is_alive():
+                w.process.kill()
+                w.process.join(timeout=1.0)
+            with contextlib.suppress(OSError):
+                w.conn.close()
+            with contextlib.suppress(ValueError):
+                w.process.close()
+        if self._shm is not None:
+            shm, self._shm = self._shm, None
+            with contextlib.suppress(FileNotFoundError):
+                shm.unlink()
+            # Callers may still hold views of the block: then the mapping lives until they go.
+            self.arrays = {}
+            with contextlib.suppress(BufferError):
+                shm.close()
+
+    def __del__(self) -> None:  # a forgotten close must not leave processes behind
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+# -------------------------------------------------------------------------------- worker side
+
+
+def _die_with_parent(main_thread: bool) -> None:
+    if not main_thread or not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _worker_main(
+    conn: mpc.Connection,
+    shm_name: str,
+    spec: ArraySpec,
+    num_envs: int,
+    lo: int,
+    hi: int,
+    factory: ShardFactory,
+    parent_pid: int,
+    main_thread: bool,
+) -> None:
+    # Ctrl-C goes to the whole process group; the parent decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(main_thread)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        return
+    shm = SharedMemory(name=shm_name)
+    shard: Shard | None = None
+    try:
+        arrays = rows(spec.views(shm.buf, num_envs), lo, hi)
+        try:
+            shard = factory(lo, hi, arrays)
+        except BaseException as err:  # noqa: BLE001 - reported to the parent in one line
+            conn.send(("error", _one_line(err)))
+            return
+        del arrays
+        conn.send(("ok", None))
+        _serve(conn, shard, parent_pid)
+    finally:
+        if shard is not None:
+            with contextlib.suppress(Exception):
+                shard.close()
+        shard = None
+        with contextlib.suppress(BufferError):
+            shm.close()
+
+
+def _serve(conn: mpc.Connection, shard: Shard, parent_pid: int) -> None:
+    while True:
+        if not conn.poll(1.0):
+            if os.getppid() != parent_pid:
+                return  # orphaned
+            continue
+        try:
+            method, args = conn.recv()
+        except (EOFError, OSError):
+            return  # the parent closed the pipe or died
+        if method == "close":
+            return
+        try:
+            result = getattr(shard, method)(*args)
+        except BaseException as err:  # noqa: BLE001 - reported to the parent, then exit
+            detail = _one_line(err)
+            if os.environ.get("FLASHSAC_BENCH_DEBUG") or os.environ.get("HYDRA_FULL_ERROR"):
+                detail += "\n" + traceback.format_exc()
+            with contextlib.suppress(OSError):
+                conn.send(("error", detail))
+            return
+        conn.send(("ok", result))
