@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
@@ -93,11 +94,39 @@ class ArraySpec:
         return self._layout(num_envs)[1]
 
     def views(self, buffer: Any, num_envs: int) -> dict[str, np.ndarray]:
+        # frombuffer holds a buffer export: the mapping cannot be closed under a live view
+        # (np.ndarray(buffer=...) holds none, and a view would then dangle).
         entries, _ = self._layout(num_envs)
         return {
-            name: np.ndarray(shape, dtype=dt, buffer=buffer, offset=offset)
+            name: np.frombuffer(buffer, dtype=dt, count=math.prod(shape), offset=offset).reshape(
+                shape
+            )
             for name, shape, dt, offset in entries
         }
+
+
+class _SharedBlock(SharedMemory):
+    """A POSIX shared-memory block whose mapping lives as long as any numpy view of it.
+
+    `close()` unmaps only when no view is left (else the views keep the mapping until they go);
+    the name is what `unlink()` removes, and that is what must never be left behind.
+    """
+
+    def __init__(self, name: str, create: bool = False, size: int = 0) -> None:
+        super().__init__(name=name, create=create, size=size)
+        # The mapping holds its own reference to the memory: the descriptor is not needed.
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            os.close(fd)
+            self._fd = -1
+
+    def close(self) -> None:
+        with contextlib.suppress(BufferError):
+            super().close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError, BufferError):
+            self.close()
 
 
 def rows(arrays: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
@@ -159,9 +188,14 @@ class _Worker:
     process: Any  # multiprocessing.Process (spawn context)
     conn: mpc.Connection
 
+    pid: int = 0
+
+    def __post_init__(self) -> None:
+        self.pid = int(self.process.pid)
+
     @property
     def name(self) -> str:
-        return f"env worker {self.index} (envs {self.lo}-{self.hi - 1}, pid {self.process.pid})"
+        return f"env worker {self.index} (envs {self.lo}-{self.hi - 1}, pid {self.pid})"
 
 
 class ProcessShards:
@@ -183,8 +217,9 @@ class ProcessShards:
         self.timeout_s = timeout_s
         self._workers: list[_Worker] = []
         self._closed = False
-        name = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
-        self._shm: SharedMemory | None = SharedMemory(
+        self._name = name = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+        self._pids: list[int] = []
+        self._shm: _SharedBlock | None = _SharedBlock(
             name=name, create=True, size=spec.nbytes(num_envs)
         )
         try:
@@ -215,6 +250,7 @@ class ProcessShards:
                 proc.start()
                 child_end.close()
                 self._workers.append(_Worker(k, lo, hi, proc, parent_end))
+                self._pids.append(int(proc.pid))
             self._gather(self._workers, "start", start_timeout_s)
         except BaseException:
             self.close()
@@ -226,11 +262,13 @@ class ProcessShards:
 
     @property
     def pids(self) -> list[int]:
-        return [w.process.pid for w in self._workers]
+        """The worker processes' pids (also after close: for checks that they are gone)."""
+        return list(self._pids)
 
     @property
-    def shm_name(self) -> str | None:
-        return self._shm.name if self._shm is not None else None
+    def shm_name(self) -> str:
+        """The shared-memory block's name (also after close, when it is unlinked)."""
+        return self._name
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -320,8 +358,7 @@ class ProcessShards:
                 shm.unlink()
             # Callers may still hold views of the block: then the mapping lives until they go.
             self.arrays = {}
-            with contextlib.suppress(BufferError):
-                shm.close()
+            shm.close()
 
     def __del__(self) -> None:  # a forgotten close must not leave processes behind
         with contextlib.suppress(Exception):
@@ -355,7 +392,7 @@ def _worker_main(
     _die_with_parent(main_thread)
     if os.getppid() != parent_pid:  # the parent died before the signal was armed
         return
-    shm = SharedMemory(name=shm_name)
+    shm = _SharedBlock(name=shm_name)
     shard: Shard | None = None
     try:
         arrays = rows(spec.views(shm.buf, num_envs), lo, hi)
@@ -372,8 +409,10 @@ def _worker_main(
             with contextlib.suppress(Exception):
                 shard.close()
         shard = None
-        with contextlib.suppress(BufferError):
-            shm.close()
+        shm.close()
+        # Nothing is left to flush (replies are sent); skip interpreter teardown, which would
+        # otherwise run every remaining finalizer of this throwaway process.
+        os._exit(0)
 
 
 def _serve(conn: mpc.Connection, shard: Shard, parent_pid: int) -> None:

@@ -143,9 +143,7 @@ def _env_int(name: str) -> int | None:
     return int(value) if value else None
 
 
-def make_env(
-    task_cfg: Any, backend_cfg: Any, num_envs: int, seed: int, array_factory: Any = None
-) -> FakeEnv:
+def make_env(task_cfg: Any, backend_cfg: Any, num_envs: int, seed: int) -> FakeEnv:
     marker = os.environ.get("FAKE_ENV_MARKER")
     if marker:
         with open(marker, "a") as f:

@@ -28,6 +28,7 @@ def tiny_config(
     update: str = "u2",
     path: str = "eager",
     hardware: dict[str, Any] | None = None,
+    backend: dict[str, Any] | None = None,
     **run: Any,
 ) -> Config:
     ups = {"u2": 2, "u8": 8}[update]
@@ -37,6 +38,7 @@ def tiny_config(
             "update": {"name": update, "updates_per_step": ups, "policy_frequency": 2},
             "path": {"name": path},
             "hardware": hardware or cpu,
+            "backend": backend or {"mode": "threads"},
             "learner": TINY_LEARNER,
             "replay": {
                 "batch_size": batch_size,

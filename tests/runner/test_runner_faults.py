@@ -18,7 +18,7 @@ from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, CollectorError
 
 
 def _factory(**env_kw):
-    def make(task, backend, num_envs, seed, array_factory=None):
+    def make(task, backend, num_envs, seed):
         return FakeEnv(num_envs, seed, **env_kw)
 
     return make
@@ -60,7 +60,7 @@ def test_sigterm_stops_after_the_iteration_with_checkpoint_and_partial_summary(t
 def test_second_signal_aborts_at_once_without_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
 
-    def make(task, backend, num_envs, seed, array_factory=None):
+    def make(task, backend, num_envs, seed):
         return _SignalTwice(num_envs, seed)
 
     with pytest.raises(KeyboardInterrupt):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.gpu
 CUDA = {"name": "cuda", "device": "cuda", "dtype": "bfloat16", "matmul_precision": "high"}
 
 
-def _factory(task, backend, num_envs, seed, array_factory=None):
+def _factory(task, backend, num_envs, seed):
     return FakeEnv(num_envs, seed)
 
 

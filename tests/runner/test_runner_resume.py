@@ -26,7 +26,7 @@ def _fake(num_envs: int, seed: int, **kw) -> FakeEnv:
     return FakeEnv(num_envs, seed)
 
 
-def _factory(task, backend, num_envs, seed, array_factory=None):
+def _factory(task, backend, num_envs, seed):
     return _fake(num_envs, seed)
 
 
@@ -133,18 +133,39 @@ def test_resume_refuses_an_incompatible_run_before_building_an_env(fake_runs):
     assert s["complete"] is False and "num_envs" in s["incomplete_reason"]
 
 
-def test_resume_with_the_real_g1_env(tmp_path, monkeypatch):
+THREADS = {"mode": "threads", "num_threads": 2}
+
+
+def _workers(k: int) -> dict:
+    return {"mode": "processes", "workers": k}
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [(THREADS, THREADS), (_workers(2), _workers(3)), (_workers(3), THREADS)],
+    ids=["threads", "2-then-3-workers", "3-workers-then-threads"],
+)
+def test_resume_with_the_real_g1_env(tmp_path, monkeypatch, first, then):
+    """The uninterrupted run steps its envs on the thread pool; the interrupted one and its
+    continuation may use any split into worker processes: the runs agree bit for bit."""
     from flashsac_bench.envs import make_env
 
     monkeypatch.chdir(tmp_path)  # MuJoCo writes MUJOCO_LOG.TXT into the cwd on warnings
 
     common = dict(num_envs=4, batch_size=16, replay_buffer_n=8, learning_starts=4)
     n = 6  # learning starts at iteration 4
-    a = _run(tmp_path / "a", factory=make_env, iterations=n + 1, **common)
-    _run(tmp_path / "b", factory=make_env, iterations=n, **common)
+    a = _run(tmp_path / "a", factory=make_env, iterations=n + 1, backend=THREADS, **common)
+    b = _run(tmp_path / "b", factory=make_env, iterations=n, backend=first, **common)
     c = _run(
-        tmp_path / "c", factory=make_env, iterations=n + 1, resume=str(tmp_path / "b"), **common
+        tmp_path / "c",
+        factory=make_env,
+        iterations=n + 1,
+        resume=str(tmp_path / "b"),
+        backend=then,
+        **common,
     )
+    assert b["training_config"]["env_workers"] == first.get("workers", 0)
+    assert c["training_config"]["env_workers"] == then.get("workers", 0)
     final_a = load_checkpoint(resolve_resume_path(tmp_path / "a"))
     final_c = load_checkpoint(resolve_resume_path(tmp_path / "c"))
     _assert_same_state(final_a, final_c)

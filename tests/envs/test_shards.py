@@ -1,0 +1,184 @@
+"""Worker-process shards: faults name the worker, and nothing outlives the env (processes,
+shared memory), whether it is closed, fails, or its parent is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shard_fakes import FakeShardedEnv, Faults
+
+from flashsac_bench.envs.shards import EnvWorkerError, split_ranges
+
+HERE = Path(__file__).resolve().parent
+SHM_DIR = Path("/dev/shm")
+pytestmark = pytest.mark.skipif(not SHM_DIR.is_dir(), reason="needs POSIX shared memory (/dev/shm)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet reaped by its parent) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pids: list[int], shm: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids) and not (SHM_DIR / shm).exists():
+            return
+        time.sleep(0.1)
+    alive = [p for p in pids if _alive(p)]
+    raise AssertionError(f"left behind: processes {alive}, shm exists: {(SHM_DIR / shm).exists()}")
+
+
+def _actions(env: FakeShardedEnv, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1, 1, (env.num_envs, env.action_dim))
+
+
+def test_split_ranges_are_contiguous_and_balanced() -> None:
+    assert split_ranges(10, 3) == [(0, 4), (4, 7), (7, 10)]
+    assert split_ranges(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    with pytest.raises(ValueError, match="cannot split 2 envs into 3"):
+        split_ranges(2, 3)
+
+
+def test_steps_state_and_close_free_everything() -> None:
+    env = FakeShardedEnv(7, seed=3, workers=3)
+    pids, shm = env.shards.pids, env.shards.shm_name
+    assert len(pids) == 3 and len(set(pids)) == 3 and os.getpid() not in pids
+    assert env.shards.call("pid") == pids  # each shard runs in its own worker
+    assert (SHM_DIR / shm).exists()
+    env.reset()
+    for k in range(5):
+        env.step(_actions(env, k))
+    state = env.get_state()
+    first = [env.step(_actions(env, 10 + k)).obs.copy() for k in range(15)]
+    env.set_state(state)
+    again = [env.step(_actions(env, 10 + k)).obs.copy() for k in range(15)]
+    np.testing.assert_array_equal(np.array(first), np.array(again))
+    env.close()
+    _wait_gone(pids, shm, timeout=5.0)
+    env.close()  # idempotent
+    with pytest.raises(EnvWorkerError, match="closed"):
+        env.step(_actions(env))
+
+
+def test_any_split_computes_the_same_envs() -> None:
+    outs = []
+    for workers in (1, 2, 3):
+        env = FakeShardedEnv(6, seed=9, workers=workers)
+        try:
+            env.reset()
+            outs.append([env.step(_actions(env, k)).final_critic_obs.copy() for k in range(30)])
+        finally:
+            env.close()
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+@pytest.mark.parametrize(
+    ("faults", "match"),
+    [
+        (
+            Faults(fail_at=(3, 1)),
+            r"env worker 1 \(envs 2-3, pid \d+\) failed in 'step': "
+            r"RuntimeError: fake shard 1 exploded at tick 3$",
+        ),
+        (
+            Faults(die_at=(3, 2)),
+            r"env worker 2 \(envs 4-5, pid \d+\) died during 'step' "
+            r"\(killed by SIGKILL\)",
+        ),
+        (
+            Faults(hang_at=(3, 0)),
+            r"env worker 0 \(envs 0-1, pid \d+\) sent no reply to 'step' "
+            r"within 2 s \(hung\?\)",
+        ),
+    ],
+    ids=["raises", "dies", "hangs"],
+)
+def test_a_faulty_worker_fails_the_step_naming_it_and_frees_everything(
+    faults: Faults, match: str
+) -> None:
+    env = FakeShardedEnv(6, seed=0, workers=3, faults=faults, timeout_s=2.0)
+    pids, shm = env.shards.pids, env.shards.shm_name
+    env.reset()
+    for k in range(3):
+        env.step(_actions(env, k))
+    start = time.monotonic()
+    with pytest.raises(EnvWorkerError, match=match):
+        env.step(_actions(env))
+    assert time.monotonic() - start < 10
+    _wait_gone(pids, shm, timeout=10.0)  # the failing call already closed every worker
+
+
+def test_startup_error_is_one_clear_line_and_leaves_nothing() -> None:
+    before = set(SHM_DIR.glob("flashsac_*"))
+    with pytest.raises(EnvWorkerError) as info:
+        FakeShardedEnv(6, seed=0, workers=3, faults=Faults(fail_start=1))
+    message = str(info.value)
+    assert message.startswith("env worker 1 (envs 2-3, pid ")
+    assert message.endswith(
+        "failed to start: ValueError: fake shard 1 refuses to start (bad model file, say)"
+    )
+    assert "\n" not in message and "Traceback" not in message
+    time.sleep(0.2)
+    assert set(SHM_DIR.glob("flashsac_*")) == before
+
+
+_PARENT = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {here!r})
+    from shard_fakes import FakeShardedEnv
+    env = FakeShardedEnv(6, seed=0, workers=3)
+    env.reset()
+    print(" ".join(map(str, env.shards.pids)), env.shards.shm_name, flush=True)
+    while True:
+        env.step(env.out.obs[:, :3] * 0)
+        time.sleep(0.01)
+    """
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
+def test_nothing_outlives_a_parent_that_is_killed_or_interrupted(sig: signal.Signals) -> None:
+    # SIGINT goes to the whole process group, as a terminal's Ctrl-C does: the workers ignore it
+    # and the parent's KeyboardInterrupt closes them; SIGKILL leaves the parent no say at all.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PARENT.format(here=str(HERE))],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        *pids, shm = proc.stdout.readline().split()
+        worker_pids = [int(p) for p in pids]
+        assert len(worker_pids) == 3, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.3)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
+        proc.wait(timeout=20)
+        _wait_gone(worker_pids, shm, timeout=15.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
