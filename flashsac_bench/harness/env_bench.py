@@ -75,6 +75,10 @@ class BenchArgs:
 
 
 def git_commit() -> str | None:
+    from flashsac_bench.runner.summary import COMMIT_VAR
+
+    if os.environ.get(COMMIT_VAR):
+        return os.environ[COMMIT_VAR]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10

@@ -121,6 +121,9 @@ def device_info(device: torch.device) -> dict[str, Any]:
     return info
 
 
+COMMIT_VAR = "FLASHSAC_BENCH_COMMIT"
+
+
 def git_info() -> dict[str, Any]:
     root = Path(__file__).resolve().parents[2]
 
@@ -133,8 +136,10 @@ def git_info() -> dict[str, Any]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    # A copy of the tree without its own history (the device machine's) names its commit here.
+    pinned = os.environ.get(COMMIT_VAR)
+    commit = pinned or git("rev-parse", "HEAD")
+    status = None if pinned else git("status", "--porcelain", "--untracked-files=no")
     return {
         "commit": commit,
         "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
