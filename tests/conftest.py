@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,11 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+# The fakes (runner_fakes, shard_fakes) are imported by name from any test folder; spawned env
+# worker processes inherit sys.path, so they find them too.
+for _folder in ("runner", "envs"):
+    if str(REPO_ROOT / "tests" / _folder) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT / "tests" / _folder))
 
 
 @pytest.fixture

@@ -11,11 +11,18 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+from flashsac_bench.envs.api import VecEnv
+
+if TYPE_CHECKING:
+    from flashsac_bench.config.backend import BackendConfig
+    from flashsac_bench.config.task import TaskConfig
 
 ENV_FACTORY_VAR = "FLASHSAC_BENCH_ENV_FACTORY"
 
-EnvFactory = Callable[..., Any]
+# (task config, backend config, num_envs, seed) -> the envs.
+EnvFactory = Callable[["TaskConfig", "BackendConfig", int, int], VecEnv]
 
 
 def resolve_env_factory(override: EnvFactory | None = None) -> EnvFactory:

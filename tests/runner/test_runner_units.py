@@ -120,3 +120,30 @@ def test_write_json_is_strict_and_atomic(tmp_path):
     write_json(path, {"a": math.nan, "b": np.float32(1.5), "c": [math.inf, 2]})
     assert json.loads(path.read_text()) == {"a": None, "b": 1.5, "c": [None, 2]}
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temp file left
+
+
+def test_the_fake_envs_and_the_g1_env_conform_to_the_env_contract(tmp_path):
+    from shard_fakes import FakeShardedEnv
+
+    from flashsac_bench.config.backend import BackendConfig
+    from flashsac_bench.config.task import TaskConfig
+    from flashsac_bench.envs import TaskEnv, VecEnv, make_env
+
+    assert isinstance(FakeEnv(2, 0), VecEnv)
+    sharded = FakeShardedEnv(2, 0, workers=1)
+    try:
+        assert isinstance(sharded, VecEnv)
+    finally:
+        sharded.close()
+    with make_env(TaskConfig(), BackendConfig(mode="threads"), 1, 0) as g1:
+        assert isinstance(g1, VecEnv) and isinstance(g1, TaskEnv)
+    assert not isinstance(object(), VecEnv)
+
+
+def test_a_factory_that_returns_no_vec_env_fails_clearly(tmp_path):
+    from runner_helpers import tiny_config
+
+    from flashsac_bench.runner import train
+
+    with pytest.raises(TypeError, match="returned dict, not a VecEnv"):
+        train(tiny_config(), run_dir=tmp_path, env_factory=lambda *a: {})

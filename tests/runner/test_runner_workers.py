@@ -13,16 +13,14 @@ import time
 
 import pytest
 from runner_helpers import REPO, cli_overrides, read_summary, tiny_config
+from shard_fakes import FakeShardedEnv, Faults
+from test_shards import SHM_DIR, _wait_gone
 
 from flashsac_bench.runner import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import CollectorError
 
 ENVS_TESTS = REPO / "tests" / "envs"
-sys.path.insert(0, str(ENVS_TESTS))  # shard_fakes (the spawned workers inherit sys.path)
-
-from shard_fakes import FakeShardedEnv, Faults  # noqa: E402
-from test_shards import SHM_DIR, _wait_gone  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not SHM_DIR.is_dir(), reason="needs POSIX shared memory")
 
@@ -71,28 +69,30 @@ def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
         OMP_NUM_THREADS="1",
     )
     args = [*cli_overrides(8, 100_000), "backend.workers=2", f"hydra.run.dir={run_dir}"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "flashsac_bench", *args],
-        cwd=tmp_path,
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flashsac_bench", *args, "run.log_every=4"],
+            cwd=tmp_path,
+            env=environ,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
     try:
-        deadline = time.monotonic() + 120
-        while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+        deadline = time.monotonic() + 180
+        while "iter 8/" not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()[-3000:]
             time.sleep(0.2)
-        assert marker.exists(), proc.communicate(timeout=30)[1][-3000:]
+        assert marker.exists(), log.read_text()[-3000:]
         workers = json.loads(marker.read_text())
-        time.sleep(3.0)  # into the training loop
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        os.killpg(proc.pid, signal.SIGINT)  # in the training loop now
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    err = log.read_text()
     assert proc.returncode == 128 + signal.SIGINT, err[-3000:]
     s = read_summary(run_dir)
     assert s["status"] == "interrupted" and s["training_config"]["env_workers"] == 2
