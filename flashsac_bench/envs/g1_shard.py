@@ -14,6 +14,7 @@ that shard is.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, fields
 from typing import Any
@@ -140,6 +141,10 @@ class G1Shard:
         self.phase = np.zeros((n, 2))
         self.episode_step = np.zeros(n, dtype=np.int64)
         self.episode_return = np.zeros(n)
+        # Evaluation-only perturbations (`G1WalkFlat.set_perturbations`); none during training.
+        self._mass_scale = 1.0
+        self._push: tuple[int, np.ndarray] | None = None
+        self._command_override: np.ndarray | None = None
 
     # -- commands (called by the executor) ------------------------------------------------------
 
@@ -158,6 +163,8 @@ class G1Shard:
         phys.ctrl[:, lay.actuators] = lay.default_joint_pos + cfg.action_scale * self.action
         self.phase += self._phase_delta
         np.mod(self.phase, R.TWO_PI, out=self.phase)
+        if self._push is not None:
+            self._apply_push()
         phys.step(cfg.decimation)
         self.episode_step += 1
 
@@ -189,6 +196,49 @@ class G1Shard:
     def terminated_now(self) -> np.ndarray:
         """Whether the current physics state would end each episode as a failure."""
         return self._terminated(self._read(slice(None)))
+
+    # -- evaluation perturbations ---------------------------------------------------------------
+
+    def set_mass_scale(self, scale: float) -> None:
+        """Every link's mass and inertia times `scale` (the world body excluded); 1 restores the
+        compiled model exactly. Each env's gain randomization is kept."""
+        if scale == self._mass_scale:
+            return
+        phys = self.physics
+        for i in range(self.num_envs):
+            m = copy.copy(self.model)  # the compiled constants, then scaled
+            if scale != 1.0:
+                m.body_mass[1:] *= scale
+                m.body_inertia[1:] *= scale
+                # Subtree masses, inverse weights...: derived from the masses. A scratch MjData,
+                # because mj_setConst overwrites the state of the one it is given.
+                mujoco.mj_setConst(m, mujoco.MjData(m))
+            phys.models[i] = m
+        phys.set_gain_scales(range(self.num_envs), phys.kp_scale.copy(), phys.kd_scale.copy())
+        self._mass_scale = scale
+
+    def set_push(self, episode_step: int | None, delta_v: list[float] | None) -> None:
+        """At that step of every episode (before its physics), add `delta_v` (m/s, world x, y, z)
+        to the pelvis's linear velocity: an impulse of mass x delta_v. None: no push."""
+        if episode_step is None or delta_v is None:
+            self._push = None
+        else:
+            self._push = (int(episode_step), np.asarray(delta_v, dtype=np.float64))
+
+    def set_command_override(self, commands: np.ndarray | None) -> None:
+        """Commands (k, 3) that replace the sampled ones at every reset of these envs (the random
+        numbers are still drawn, so everything else stays as without the override)."""
+        self._command_override = None if commands is None else np.asarray(commands, np.float64)
+
+    def _apply_push(self) -> None:
+        step, dv = self._push  # type: ignore[misc]
+        # episode_step counts the steps done: the push acts during the (step)-th one.
+        hit = np.flatnonzero(self.episode_step + 1 == step)
+        phys, vroot = self.physics, self.layout.root_qvel
+        for i in hit:
+            d = phys.datas[i]
+            d.qvel[vroot : vroot + 3] += dv
+            mujoco.mj_step1(phys.models[i], d)  # the stages of the changed state
 
     def get_state(self) -> dict[str, Any]:
         """This shard's rows of the per-env state (copies)."""
@@ -321,6 +371,8 @@ class G1Shard:
         command = low + (high - low) * u[:, 11:14]
         standing = np.linalg.norm(command[:, :2], axis=1) <= cc.dead_zone
         command[standing, :2] = 0.0
+        if self._command_override is not None:
+            command = self._command_override[ids]
         left = R.TWO_PI * u[:, 14]
 
         self.physics.set_gain_scales(ids, kp, kd)

@@ -229,6 +229,29 @@ class G1WalkFlat:
             raise AttributeError("env.physics is only reachable with backend.mode=threads")
         return self._shards.shard.physics  # type: ignore[attr-defined]
 
+    def set_perturbations(
+        self,
+        *,
+        mass_scale: float = 1.0,
+        push_step: int | None = None,
+        push_velocity: list[float] | None = None,
+        commands: np.ndarray | None = None,
+    ) -> None:
+        """Conditions no training run sees, for evaluating a policy's robustness: every link's
+        mass and inertia times `mass_scale`; at step `push_step` of every episode the pelvis's
+        linear velocity changes by `push_velocity` (m/s, world frame: an impulse); `commands`
+        (N, 3) replace the sampled velocity commands at every reset (None: sampled)."""
+        self._shards.call("set_mass_scale", float(mass_scale))
+        self._shards.call("set_push", push_step, push_velocity)
+        if commands is not None:
+            commands = np.asarray(commands, dtype=np.float64)
+            if commands.shape != (self.num_envs, 3):
+                raise ValueError(f"commands must be {(self.num_envs, 3)}, got {commands.shape}")
+        self._shards.call_each(
+            "set_command_override",
+            [(None if commands is None else commands[lo:hi],) for lo, hi in self._shards.ranges],
+        )
+
     def reward_terms_now(self) -> dict[str, np.ndarray]:
         """The weighted reward terms `step` would award for the current physics state, command,
         gait phase and actions (diagnostics and tests; overwrites `reward_terms` in place)."""

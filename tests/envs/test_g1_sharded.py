@@ -157,3 +157,18 @@ def test_auto_mode_uses_processes_only_with_cores_to_spare() -> None:
     assert auto.plan(4, cores=16).workers == 4
     assert BackendConfig(mode="processes").plan(64, cores=2).workers == 1
     assert BackendConfig(mode="threads").plan(64, cores=16).mode == "threads"
+
+
+def test_evaluation_perturbations_act_the_same_in_worker_processes() -> None:
+    commands = np.tile([0.8, 0.0, 0.3], (N, 1))
+    perturb = dict(mass_scale=1.2, push_step=5, push_velocity=[0.5, 0.5, 0.0], commands=commands)
+    out = []
+    for name in ("threads", "3 workers"):
+        with make_env(TASK, BACKENDS[name], N, seed=3) as env:
+            env.set_perturbations(**perturb)
+            env.reset()
+            out.append(_record(env, _actions(12))["rows"])
+    np.testing.assert_array_equal(out[0], out[1])
+    with make_env(TASK, BACKENDS["threads"], N, seed=3) as env:
+        env.reset()
+        assert not np.array_equal(_record(env, _actions(12))["rows"], out[0])

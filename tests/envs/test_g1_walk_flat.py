@@ -453,3 +453,43 @@ def test_a_diverged_env_terminates_with_zeroed_rows_and_restarts(
     assert step.reward[0] == 0.0 and all(v[0] == 0.0 for v in step.reward_terms.values())
     assert np.isfinite(step.obs).all() and np.isfinite(step.final_obs[1]).all()
     np.testing.assert_allclose(step.obs[0, GRAVITY], [0, 0, -1], atol=1e-6)  # restarted upright
+
+
+# -- evaluation perturbations -------------------------------------------------------------------
+
+
+def test_mass_scale_scales_every_link_and_changes_the_dynamics() -> None:
+    nominal, heavy = _env(n=2, seed=4), _env(n=2, seed=4)
+    heavy.set_perturbations(mass_scale=1.2)
+    for m in heavy.physics.models:
+        np.testing.assert_allclose(m.body_mass[1:], nominal.model.body_mass[1:] * 1.2)
+        np.testing.assert_allclose(m.body_subtreemass[0], nominal.model.body_subtreemass[0] * 1.2)
+    a = np.zeros((2, 29), np.float32)
+    for _ in range(10):
+        s_n, s_h = nominal.step(a), heavy.step(a)
+    assert not np.allclose(s_n.final_critic_obs, s_h.final_critic_obs)
+    heavy.set_perturbations()  # back to nominal
+    np.testing.assert_array_equal(heavy.physics.models[0].body_mass, nominal.model.body_mass)
+
+
+def test_push_changes_the_pelvis_velocity_at_that_episode_step() -> None:
+    calm, pushed = _env(n=2, seed=2), _env(n=2, seed=2)
+    pushed.set_perturbations(push_step=3, push_velocity=[1.0, -0.5, 0.0])
+    a = np.zeros((2, 29), np.float32)
+    for _ in range(2):
+        np.testing.assert_array_equal(calm.step(a).obs, pushed.step(a).obs)  # before: same
+    calm.step(a), pushed.step(a)  # the third step carries the push
+    dv = pushed.physics.qvel[:, :3] - calm.physics.qvel[:, :3]
+    # Contacts and gravity act during the step too, so the change is about the push, not exact.
+    np.testing.assert_allclose(dv[:, :2], [[1.0, -0.5]] * 2, atol=0.25)
+
+
+def test_command_override_replaces_the_sampled_commands_at_reset() -> None:
+    commands = np.array([[1.0, 0.0, 0.0], [0.0, 0.4, -0.8]])
+    env = _env(n=2, seed=1, obs=ObsConfig(add_noise=False))
+    env.set_perturbations(commands=commands)
+    obs, critic = env.reset()
+    np.testing.assert_allclose(critic[:, COMMAND], commands, rtol=1e-6)
+    np.testing.assert_allclose(env.get_state()["command"], commands)
+    with pytest.raises(ValueError, match=r"commands must be \(2, 3\)"):
+        env.set_perturbations(commands=np.zeros((3, 3)))
