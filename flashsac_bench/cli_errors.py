@@ -130,3 +130,22 @@ def report(err: BaseException, stream: Any = None) -> int | None:
     message, code = found
     print(f"{PROG}: {message}", file=stream or sys.stderr)
     return code
+
+
+def run_main(main: Any, prog: str) -> int:
+    """Exit status of `main()`; user errors become one line on stderr (a tool's __main__)."""
+    try:
+        return int(main() or 0)
+    except KeyboardInterrupt:
+        if debug_enabled():
+            raise
+        print(f"{prog}: aborted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if debug_enabled():
+            raise
+        found = describe(err)
+        if found is None:
+            raise
+        print(f"{prog}: {found[0]}", file=sys.stderr)
+        return found[1]

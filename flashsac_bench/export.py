@@ -309,4 +309,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from flashsac_bench.cli_errors import run_main
+
+    raise SystemExit(run_main(main, "flashsac_bench.export"))

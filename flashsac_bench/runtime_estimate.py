@@ -25,7 +25,7 @@ guest, AVX-512, torch 2.13.0+cpu, eager fp32), 2026-12-03:
     --dtype float32 --batch-sizes 256,2048 --updates 2 --paths eager --cycles 5 --warmup 2
     --eager-cycles 5` -> u2 cycle median 691.6 ms (B=256) and 5429.0 ms (B=2048): 2.644 ms per
     row (/ 33.27 M row_macs = 7.95e-11 s per MAC) + 15.0 ms per cycle (3 updates: 5 ms each);
-    `--batch-sizes 256 --updates 8` -> 2894 ms (model: 2765 ms).
+    `--batch-sizes 256 --updates 8` -> 2894 ms (model: 2769 ms).
   Learner thread scaling: OMP_NUM_THREADS=2, B=2048 u2 -> 3514 ms, 1.54x (exponent 0.6).
 
 It is an estimate for one warning (±2x), not a benchmark; other CPUs differ.
