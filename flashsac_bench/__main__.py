@@ -102,8 +102,9 @@ def _after_sweep_interrupt(plan, argv: list[str]) -> None:
 def main() -> None:
     argv = cli_errors.strip_debug_flag(sys.argv[1:])
     sys.argv = [sys.argv[0], *argv]
-    plan = _preflight(argv)
+    plan = None
     try:
+        plan = _preflight(argv)
         _hydra_main()
     except KeyboardInterrupt as err:
         _after_sweep_interrupt(plan, argv)

@@ -10,6 +10,8 @@ message and nothing runs; Hydra's help / --cfg / --info commands are left to Hyd
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import tempfile
 from dataclasses import dataclass
@@ -41,15 +43,25 @@ class Plan:
     sweep_dir: Path | None = None
 
 
+# Commands that print something and exit: Hydra's own business (--cfg / --info print the
+# composed config, so only its composition is checked, see compose_errors).
+_HYDRA_ONLY_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--shell-completion", "-sc"}
+_HYDRA_ONLY_FLAGS |= {"--experimental-rerun", "--info", "-i", "--cfg", "-c"}
+_PRINT_FLAGS = {"--info", "-i", "--cfg", "-c"}
+
+
 def parse(argv: list[str]) -> Any | None:
     """Hydra's own argument parser; None when Hydra should handle the command itself."""
     from hydra._internal.utils import get_args_parser
 
+    if any(a.split("=", 1)[0] in _HYDRA_ONLY_FLAGS for a in argv):
+        return None
     parser = get_args_parser()
     try:
-        args = parser.parse_args(argv)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args = parser.parse_args(argv)
     except SystemExit:
-        return None  # Hydra reports its own usage errors
+        return None  # a usage error: Hydra reports it (once) itself
     if any(
         getattr(args, name, None)
         for name in (
@@ -66,6 +78,37 @@ def parse(argv: list[str]) -> Any | None:
     ):
         return None
     return args
+
+
+def compose_errors(argv: list[str]) -> None:
+    """For --cfg / --info: a composition error as one line (UsageError), like a run's."""
+    if not any(a.split("=", 1)[0] in _PRINT_FLAGS for a in argv):
+        return
+    if any(a.split("=", 1)[0] in _HYDRA_ONLY_FLAGS - _PRINT_FLAGS for a in argv):
+        return
+    if any(a in ("-m", "--multirun") for a in argv):
+        return
+    from hydra import compose, initialize_config_module
+
+    flags_with_values = {"--cfg", "-c", "--info", "-i", "--package", "-p"}
+    overrides, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in flags_with_values:
+            skip = a in ("--cfg", "-c", "--package", "-p")  # --info's value is optional
+        elif a.startswith("-"):
+            return  # a flag we do not model: leave it to Hydra
+        elif "=" in a or a.startswith(("+", "~")):
+            overrides.append(a)
+    try:
+        with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+            compose(config_name=CONFIG_NAME, overrides=overrides)
+    except Exception as err:  # noqa: BLE001
+        found = describe(err)
+        if found is None or debug_enabled():
+            raise
+        raise UsageError(found[0], found[1]) from None
 
 
 def job_overrides(overrides: list[str], multirun: bool) -> list[list[str]]:
@@ -144,10 +187,15 @@ def plan(argv: list[str]) -> Plan | None:
     """Compose and check every job of the command; None when Hydra handles the command."""
     args = parse(argv)
     if args is None:
+        compose_errors(argv)
         return None
     from hydra import compose, initialize_config_module
 
     multirun = bool(args.multirun)
+    for override in args.overrides:  # Hydra also takes `hydra.mode=MULTIRUN` for -m
+        key, _, value = override.partition("=")
+        if key.lstrip("+~") == "hydra.mode":
+            multirun = multirun or value.strip() == "MULTIRUN"
     try:
         overrides_per_job = job_overrides(list(args.overrides), multirun)
     except Exception as err:  # noqa: BLE001
