@@ -269,3 +269,14 @@ def test_a_run_records_its_writer_and_heartbeat(three_checkpoints):
     assert w["heartbeat_file"] == HEARTBEAT_NAME and isinstance(w["heartbeat_unix"], float)
     assert (three_checkpoints / HEARTBEAT_NAME).is_file()
     assert run_state(three_checkpoints)["status"] == "complete"
+
+
+def test_an_unwritable_run_dir_is_one_line(tmp_path):
+    from flashsac_bench.runner.writes import NotWritableError
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(NotWritableError) as err:
+        train(tiny_config(), run_dir=blocker / "run", env_factory=_factory)
+    message, code = cli_errors.describe(err.value)
+    assert code == 1 and message == f"cannot write the run dir {blocker / 'run'}: Not a directory"
