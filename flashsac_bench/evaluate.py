@@ -531,4 +531,6 @@ def _pct(x: float | None) -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from flashsac_bench.cli_errors import run_main
+
+    raise SystemExit(run_main(main, "flashsac_bench.evaluate"))

@@ -31,7 +31,7 @@ from flashsac_bench.config.path import PathConfig
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.learner.networks import NetSpec, NormConfig, actor_policy
-from flashsac_bench.runner.checkpoint import CHECKPOINT_FORMAT, resolve_resume_path
+from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 
 EXPORT_FORMAT = 1
 TORCHSCRIPT_NAME = "policy.torchscript.pt"
@@ -110,10 +110,7 @@ def read_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
     """A runner checkpoint (file, run dir or checkpoints dir), memory-mapped: the replay ring in
     it (GBs for large runs) is not read unless touched."""
     resolved = resolve_resume_path(path)
-    payload = torch.load(resolved, map_location="cpu", weights_only=False, mmap=True)
-    if payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{resolved}: unsupported checkpoint format {payload.get('format')!r}")
-    return resolved, payload
+    return resolved, load_checkpoint(resolved, mmap=True)
 
 
 def acting_config(payload: dict[str, Any], device: str = "cpu", dtype: str = "float32") -> Config:
@@ -312,4 +309,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from flashsac_bench.cli_errors import run_main
+
+    raise SystemExit(run_main(main, "flashsac_bench.export"))

@@ -158,6 +158,9 @@ class RunData:
     first_learning: int | None
     startup_s: float
     summary: dict[str, Any] = field(repr=False, default_factory=dict)
+    # complete / interrupted / failed / stale (writer gone while "running"), runner.liveness
+    status: str = "unknown"
+    last_checkpoint: str | None = None
 
     @property
     def name(self) -> str:
@@ -165,7 +168,18 @@ class RunData:
 
 
 def load_run(run_dir: Path) -> RunData:
+    from flashsac_bench.runner.liveness import run_state
+
     s = json.loads((run_dir / "summary.json").read_text())
+    state = run_state(run_dir, s)
+    if state["status"] != "complete":
+        log.warning(
+            "%s is %s (%s); analysed as far as it got, last checkpoint %s",
+            run_dir,
+            state["status"],
+            state["detail"] or s.get("incomplete_reason"),
+            state["last_checkpoint"],
+        )
     rows = s["rows_all"]
     tc = s.get("training_config", {})
     n = len(rows)
@@ -198,6 +212,8 @@ def load_run(run_dir: Path) -> RunData:
         first_learning=s.get("first_learning_iteration"),
         startup_s=float(sum(v for v in startup.values() if isinstance(v, int | float))),
         summary=s,
+        status=state["status"],
+        last_checkpoint=state["last_checkpoint"],
     )
 
 
@@ -408,6 +424,11 @@ def analyze(runs: list[RunData], args: argparse.Namespace) -> dict[str, Any]:
         },
         "performance": perf,
         "runs": {r.name: str(r.run_dir) for rs in grouped.values() for r in rs.values()},
+        "run_status": {
+            r.name: {"status": r.status, "last_checkpoint": r.last_checkpoint}
+            for rs in grouped.values()
+            for r in rs.values()
+        },
     }
 
 
@@ -479,6 +500,11 @@ def markdown(report: dict[str, Any], header: dict[str, Any]) -> str:
         f"- iterations: {report['iterations']}, seeds: {report['seeds']}",
         f"- final values: mean over the last {report['final_window']} iterations",
         f"- **verdict** (primary: final {report['primary_metric']}): {report['verdict']['text']}",
+        *[
+            f"- **{name} is {v['status']}** (not complete; last checkpoint {v['last_checkpoint']})"
+            for name, v in report.get("run_status", {}).items()
+            if v["status"] != "complete"
+        ],
         "",
         "## Final values (mean ± 95% CI over seeds)",
         "",
@@ -703,7 +729,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.analyze:
         from flashsac_bench.runner.compare import find_run_dirs
 
-        dirs = find_run_dirs(args.analyze)
+        try:
+            dirs = find_run_dirs(args.analyze)
+        except FileNotFoundError as err:
+            print(f"scripts/learning_parity.py: {err}", file=sys.stderr)
+            return 2
     else:
         dirs = run_grid(args, out)
     runs = [load_run(d) for d in dirs]

@@ -41,7 +41,7 @@ class HardwareConfig:
                 f"got {self.matmul_precision!r}"
             )
         dev = self.device
-        if not (dev in ("auto", "cpu", "cuda") or dev.startswith("cuda:")):
+        if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"hardware.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
         if self.torch_threads < 0:
             raise ConfigError(f"hardware.torch_threads must be >= 0, got {self.torch_threads}")
@@ -54,6 +54,30 @@ class HardwareConfig:
         if self.device == "auto":
             return "cuda" if torch.cuda.is_available() else "cpu"
         return self.device
+
+    def check_available(self) -> None:
+        """Refuse a CUDA device that this process cannot use (a CPU-only torch, or cuda:N past
+        the last GPU). Not part of __post_init__: a config for a GPU machine must still
+        compose and validate on a CPU one (tests, --cfg job)."""
+        import torch
+
+        dev = self.resolved_device()
+        if not dev.startswith("cuda"):
+            return
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else "no usable GPU"
+            raise ConfigError(
+                f"hardware.device={self.device} (hardware={self.name}) needs CUDA, but torch "
+                f"{torch.__version__} sees no CUDA device ({build}); use hardware=cpu or "
+                "hardware.device=auto"
+            )
+        index = int(dev.split(":", 1)[1]) if ":" in dev else 0
+        count = torch.cuda.device_count()
+        if index >= count:
+            raise ConfigError(
+                f"hardware.device={dev}: this machine has {count} CUDA device(s) "
+                f"(cuda:0..cuda:{count - 1})"
+            )
 
     def resolved_gemm_align(self) -> int:
         if self.gemm_align:

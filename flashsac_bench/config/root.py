@@ -8,6 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 from flashsac_bench.config.backend import BackendConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
+from flashsac_bench.config.keys import suggest, unknown_keys
 from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.run import ReplayConfig, RunConfig
@@ -60,6 +61,7 @@ def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
         return cfg
     if isinstance(cfg, dict):
         cfg = OmegaConf.create(cfg)
+    _refuse_unknown_keys(cfg)
     merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
     try:
         obj = OmegaConf.to_object(merged)
@@ -72,3 +74,18 @@ def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
         raise
     assert isinstance(obj, Config)
     return obj
+
+
+def _refuse_unknown_keys(cfg: DictConfig) -> None:
+    """Keys the schema does not have (added with Hydra's `+`, or in a plain dict) are errors:
+    OmegaConf would drop them silently and the run would not do what was asked."""
+    schema = Config()
+    unknown = unknown_keys(cfg, schema)
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = suggest(key, schema)
+        hints.append(f"{key} (did you mean {close}?)" if close else key)
+    noun = "key" if len(unknown) == 1 else "keys"
+    raise ConfigError(f"unknown {noun} {', '.join(hints)}: not in the config schema")

@@ -9,64 +9,155 @@ Files are torch pickles (env state may hold numpy arrays); load only checkpoints
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 
+from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.runner.summary import atomic_write_text
+from flashsac_bench.runner.writes import write_error
+
 CHECKPOINT_FORMAT = 1
 CHECKPOINT_DIR = "checkpoints"
+LATEST_NAME = "latest.txt"
 # Periodic checkpoints beyond this many are pruned (oldest first); the ring makes them large.
 KEEP_LAST = 3
+# What every checkpoint holds besides "format" (a file without them is not one of ours).
+REQUIRED_KEYS = ("iteration", "learner", "replay", "env", "staging", "rows_all")
+
+
+class CheckpointError(ConfigError):
+    """A file that is not a readable flashsac_bench checkpoint (missing, truncated, foreign)."""
+
+    label = "unreadable checkpoint"
 
 
 def checkpoint_path(run_dir: Path, iteration: int) -> Path:
     return run_dir / CHECKPOINT_DIR / f"iter_{iteration:07d}.pt"
 
 
+def _open_tmp(folder: Path, name: str) -> tuple[IO[bytes], str]:
+    """A new temp file beside the checkpoint (tests replace this to simulate a full disk)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+    return os.fdopen(fd, "wb"), tmp
+
+
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
+    """Write atomically (temp file + rename), then point latest.txt at it (atomically too).
+
+    torch.save writes through our file object, so a full disk surfaces as errno ENOSPC
+    (DiskFullError naming the file) instead of torch's "unexpected pos" check."""
+    tmp: str | None = None
     try:
-        torch.save({"format": CHECKPOINT_FORMAT, **payload}, tmp)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f, tmp = _open_tmp(path.parent, path.name)
+        with f:
+            torch.save({"format": CHECKPOINT_FORMAT, **payload}, f)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    latest = path.parent / "latest.txt"
-    latest.write_text(path.name + "\n")
+    except BaseException as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        mapped = write_error(err, path, "checkpoint")
+        if mapped is err:
+            raise
+        raise mapped from err
+    atomic_write_text(path.parent / LATEST_NAME, path.name + "\n", "checkpoint pointer")
     _prune(path.parent)
     return path
 
 
+def list_checkpoints(folder: Path) -> list[Path]:
+    """iter_*.pt in `folder`, oldest first (names are zero-padded iterations)."""
+    return sorted(folder.glob("iter_*.pt"))
+
+
 def _prune(folder: Path) -> None:
-    files = sorted(folder.glob("iter_*.pt"))
-    for old in files[:-KEEP_LAST]:
+    for old in list_checkpoints(folder)[:-KEEP_LAST]:
         old.unlink(missing_ok=True)
 
 
+def checkpoint_folder(path: str | os.PathLike[str]) -> Path:
+    """The folder holding the iter_*.pt files of a run dir or checkpoints dir."""
+    p = Path(path).expanduser()
+    return p / CHECKPOINT_DIR if (p / CHECKPOINT_DIR).is_dir() else p
+
+
 def resolve_resume_path(path: str | os.PathLike[str]) -> Path:
-    """A checkpoint file, or a run dir / checkpoints dir (then its latest checkpoint)."""
+    """A checkpoint file, or a run dir / checkpoints dir (then its newest checkpoint).
+
+    Only names the file; flashsac_bench.runner.resume.find_checkpoint also loads it and falls
+    back to an older intact checkpoint when the newest is unreadable."""
     p = Path(path).expanduser()
     if p.is_dir():
-        folder = p / CHECKPOINT_DIR if (p / CHECKPOINT_DIR).is_dir() else p
-        latest = folder / "latest.txt"
-        if latest.is_file():
-            p = folder / latest.read_text().strip()
-        else:
-            files = sorted(folder.glob("iter_*.pt"))
-            if not files:
-                raise FileNotFoundError(f"no checkpoint (iter_*.pt) under {p}")
-            p = files[-1]
+        files = list_checkpoints(checkpoint_folder(p))
+        if not files:
+            raise CheckpointError(f"no checkpoint (checkpoints/iter_*.pt) under {p}")
+        p = files[-1]
     if not p.is_file():
-        raise FileNotFoundError(f"checkpoint {p} does not exist")
+        raise CheckpointError(f"checkpoint {p} does not exist")
     return p
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    payload = torch.load(path, map_location="cpu", weights_only=False)
-    if payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: unsupported checkpoint format {payload.get('format')!r}")
+def _check_container(path: Path) -> None:
+    """torch.save writes a zip archive: tell a cut-short file from a foreign one up front, in
+    words, instead of torch's "failed finding central directory" / "invalid load key"."""
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a directory, not a checkpoint file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as err:
+        raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
+    if not head:
+        raise CheckpointError(f"checkpoint {path} is empty (0 bytes)")
+    if head != b"PK\x03\x04":
+        raise CheckpointError(f"{path} is not a flashsac_bench checkpoint (not a torch.save file)")
+    if not zipfile.is_zipfile(path):
+        size = path.stat().st_size
+        raise CheckpointError(
+            f"checkpoint {path} is truncated ({size} bytes, its end is missing: the write was "
+            "cut short)"
+        )
+
+
+def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
+    """Load a checkpoint; anything that is not one of ours raises CheckpointError naming it.
+
+    mmap=True maps the tensors instead of reading them (cheap checks of a large file)."""
+    path = Path(path)
+    _check_container(path)
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False, mmap=mmap)
+    except (RuntimeError, zipfile.BadZipFile, EOFError) as err:
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt ({type(err).__name__}: {_first_line(err)[:120]})"
+        ) from None
+    except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError) as err:
+        raise CheckpointError(
+            f"{path} is not a flashsac_bench checkpoint ({type(err).__name__}: "
+            f"{_first_line(err)[:120]})"
+        ) from None
+    if not isinstance(payload, dict) or "format" not in payload:
+        raise CheckpointError(f"{path} is a torch file but not a flashsac_bench checkpoint")
+    if payload["format"] != CHECKPOINT_FORMAT:
+        raise CheckpointError(
+            f"{path}: checkpoint format {payload['format']!r}, this version reads "
+            f"{CHECKPOINT_FORMAT}"
+        )
+    missing = [k for k in REQUIRED_KEYS if k not in payload]
+    if missing:
+        raise CheckpointError(f"{path} is incomplete: no {', '.join(missing)}")
     return payload
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__

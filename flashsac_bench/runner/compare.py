@@ -1,7 +1,9 @@
 """Sweep comparison: comparison.csv / .md / .png from any set of run dirs (one row per run).
 
 Used by the Hydra callback at the end of every multirun and by `scripts/compare.py DIR...`.
-A DIR is a run dir (holds summary.json) or a sweep dir (its sub-dirs hold them).
+A DIR is a run dir (holds summary.json) or a sweep dir (its sub-dirs hold them). A run whose
+summary says "running" but whose writer is gone (SIGKILL, a full disk) is listed as `stale`,
+with its last checkpoint (runner.liveness).
 
 % reduction columns compare each run with the eager run(s) of the same update ratio and
 setup (updates_per_step, policy_frequency, num_envs, batch_size, device, dtype); several
@@ -15,6 +17,7 @@ import json
 import logging
 import math
 import os
+import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from flashsac_bench.runner.liveness import run_state
 from flashsac_bench.runner.summary import SUMMARY_NAME, TIMINGS, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -49,7 +53,9 @@ def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         elif p.is_dir():
             found.extend(sorted(s.parent for s in p.rglob(SUMMARY_NAME)))
         else:
-            raise FileNotFoundError(f"{p} is neither a run dir nor a folder of run dirs")
+            raise FileNotFoundError(
+                f"{p} does not exist" if not p.exists() else f"{p} is not a run dir or sweep dir"
+            )
     unique: dict[Path, None] = {}
     for d in found:
         unique.setdefault(d.resolve(), None)
@@ -58,6 +64,14 @@ def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 def _row(run_dir: Path, s: dict[str, Any]) -> dict[str, Any]:
     tc = s.get("training_config", {})
+    state = run_state(run_dir, s)
+    if state["status"] == "stale":
+        log.warning(
+            "%s is stale: %s; last checkpoint %s",
+            run_dir,
+            state["detail"],
+            state["last_checkpoint"],
+        )
     row: dict[str, Any] = {
         "run": run_dir.name,
         "update": tc.get("update"),
@@ -74,7 +88,8 @@ def _row(run_dir: Path, s: dict[str, Any]) -> dict[str, Any]:
         "critic_updates": tc.get("critic_updates_per_iteration"),
         "actor_updates": tc.get("actor_updates_per_iteration"),
         "complete": bool(s.get("complete")),
-        "status": s.get("status"),
+        "status": state["status"],
+        "last_checkpoint": state["last_checkpoint"],
         "iterations_done": s.get("iterations_done"),
         "num_samples": s.get("num_samples"),
         "cold_start_s": s.get("cold_start_s"),
@@ -145,6 +160,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         ("update", "update", 0),
         ("path", "path", 0),
         ("complete", "complete", 0),
+        ("status", "status", 0),
         ("num_samples", "n", 0),
     ]
     for timing in TIMINGS:
@@ -160,7 +176,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         ("cold_start_s", "cold start s", 1),
     ]
     head = "| " + " | ".join(title for _, title, _ in columns) + " |"
-    text = {"run", "update", "path", "complete"}
+    text = {"run", "update", "path", "complete", "status"}
     sep = "|" + "|".join("---" if c in text else "---:" for c, _, _ in columns)
     lines = [head, sep + "|"]
     for _, r in df.iterrows():
@@ -241,7 +257,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out = args.out or (args.dirs[0] if len(args.dirs) == 1 else ".")
-    files = write_comparison(args.dirs, out)
+    try:
+        files = write_comparison(args.dirs, out)
+    except OSError as err:  # a missing dir, an unwritable --out: one line, no traceback
+        text = (
+            err.strerror
+            if err.errno is None or not err.filename
+            else f"{err.filename}: {err.strerror}"
+        )
+        print(f"scripts/compare.py: {text or err}", file=sys.stderr)
+        return 2
     if files is None:
         print("no runs found (no summary.json under the given dirs)")
         return 1

@@ -3,7 +3,7 @@
 The default is `flashsac_bench.envs.make_env` (task + backend). FLASHSAC_BENCH_ENV_FACTORY=
 "module:attr" names any callable with the same signature instead; it reaches Hydra multirun and
 submitit job processes through the environment, which is how the tests run the real CLI against
-a small fake env.
+a small fake env. A variable that names nothing callable is an EnvFactoryError (one line).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.envs.api import VecEnv
 
 if TYPE_CHECKING:
@@ -25,15 +26,39 @@ ENV_FACTORY_VAR = "FLASHSAC_BENCH_ENV_FACTORY"
 EnvFactory = Callable[["TaskConfig", "BackendConfig", int, int], VecEnv]
 
 
+class EnvFactoryError(ConfigError):
+    label = "invalid environment variable"
+
+
 def resolve_env_factory(override: EnvFactory | None = None) -> EnvFactory:
     if override is not None:
         return override
     spec = os.environ.get(ENV_FACTORY_VAR, "").strip()
     if spec:
-        module, _, attr = spec.partition(":")
-        if not attr:
-            raise ValueError(f"{ENV_FACTORY_VAR} must be 'module:attr', got {spec!r}")
-        return getattr(importlib.import_module(module), attr)
+        return _import_factory(spec)
     from flashsac_bench.envs import make_env  # type: ignore[attr-defined]
 
     return make_env
+
+
+def env_factory_is_default(override: EnvFactory | None = None) -> bool:
+    return override is None and not os.environ.get(ENV_FACTORY_VAR, "").strip()
+
+
+def _import_factory(spec: str) -> EnvFactory:
+    where = f"{ENV_FACTORY_VAR}={spec!r}"
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise EnvFactoryError(f"{where} must be 'module:callable'")
+    try:
+        mod = importlib.import_module(module)
+    except Exception as err:  # noqa: BLE001 - any import failure is the variable's fault here
+        raise EnvFactoryError(
+            f"{where}: cannot import {module!r} ({type(err).__name__}: {err})"
+        ) from None
+    factory = getattr(mod, attr, None)
+    if factory is None:
+        raise EnvFactoryError(f"{where}: module {module!r} has no attribute {attr!r}")
+    if not callable(factory):
+        raise EnvFactoryError(f"{where}: {module}.{attr} is not callable")
+    return factory

@@ -34,20 +34,25 @@ from typing import Any
 import numpy as np
 import torch
 
+from flashsac_bench.checks import check_runtime
+from flashsac_bench.cli_errors import Aborted, debug_enabled
 from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.runner.checkpoint import (
-    checkpoint_path,
-    load_checkpoint,
-    resolve_resume_path,
-    save_checkpoint,
-)
+from flashsac_bench.runner.checkpoint import checkpoint_path, save_checkpoint
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging, TickResult
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, resolve_env_factory
+from flashsac_bench.runner.liveness import (
+    HEARTBEAT_EVERY_S,
+    HEARTBEAT_NAME,
+    Heartbeat,
+    last_checkpoint,
+    writer_identity,
+)
 from flashsac_bench.runner.progress import Progress
+from flashsac_bench.runner.resume import ResumePlan, plan_resume, resume_command
 from flashsac_bench.runner.scalars import Scalars
 from flashsac_bench.runner.summary import (
     SUMMARY_FORMAT,
@@ -55,11 +60,13 @@ from flashsac_bench.runner.summary import (
     TIMING_SEMANTICS,
     device_info,
     git_info,
+    load_summary,
     select_rows,
     timing_block,
     write_json,
 )
 from flashsac_bench.runner.timing import LearnerTimer
+from flashsac_bench.runner.writes import write_error
 
 log = logging.getLogger("flashsac_bench.runner")
 
@@ -151,14 +158,26 @@ class Runner:
         self.device = torch.device(config.hardware.resolved_device())
         self._device_info: dict[str, Any] = {"device": str(self.device)}
         self._git: dict[str, Any] = {}
+        self._resume: ResumePlan | None = None
+        self.heartbeat: Heartbeat | None = None
+        self.writer = {**writer_identity(), "started_unix": time.time()}
 
     # ------------------------------------------------------------------ entry
     def run(self) -> dict[str, Any]:
         self._run_t0 = time.perf_counter()  # run.time_limit_s counts from here (incl. setup)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        # Everything that can refuse the run does so before the run dir exists.
+        check_runtime(self.cfg, self.env_factory)
+        if self._prepare_resume():
+            return self._existing_summary()
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise write_error(err, self.run_dir, "run dir") from err
         self._git = git_info()
         with _Signals() as signals:
             try:
+                self.heartbeat = Heartbeat(self.run_dir, lambda: self.done_iterations).start()
+                self._write_summary()  # status "starting": readers see the run (and its writer)
                 self._setup()
                 with Progress(self.cfg.run.progress, self.cfg.run.log_every) as progress:
                     self._train(signals, progress)
@@ -169,6 +188,27 @@ class Runner:
             finally:
                 self._teardown()
         return self.summary()
+
+    def _prepare_resume(self) -> bool:
+        """Load and check run.resume's checkpoint (ResumeError before any work); True when
+        run.resume=auto finds this run already complete."""
+        t = time.perf_counter()
+        plan = plan_resume(self.cfg, self.run_dir, self.training_config)
+        for note in plan.notes:
+            log.warning(note)
+        if plan.skip:
+            return True
+        if plan.payload is not None:
+            self._resume = plan
+            self.resumed_from = str(plan.path)
+            self.startup["resume_load_s"] = time.perf_counter() - t
+        return False
+
+    def _existing_summary(self) -> dict[str, Any]:
+        try:
+            return load_summary(self.run_dir)
+        except (OSError, ValueError):
+            return self.summary()
 
     # ------------------------------------------------------------------ setup
     def _static_training_config(self) -> dict[str, Any]:
@@ -211,14 +251,7 @@ class Runner:
         torch.set_float32_matmul_precision(c.hardware.matmul_precision)
         if c.hardware.torch_threads > 0:
             torch.set_num_threads(c.hardware.torch_threads)
-        ckpt = None
-        if c.run.resume:
-            t = time.perf_counter()
-            path = resolve_resume_path(c.run.resume)
-            ckpt = load_checkpoint(path)
-            self._check_resume_compatible(ckpt, path)
-            self.resumed_from = str(path)
-            self.startup["resume_load_s"] = time.perf_counter() - t
+        ckpt = self._resume.payload if self._resume is not None else None
         cuda = self.device.type == "cuda"
 
         t = time.perf_counter()
@@ -264,6 +297,8 @@ class Runner:
         self.staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
         if ckpt is not None:
             self._restore(ckpt)
+            assert self._resume is not None
+            self._resume.payload = ckpt = None  # the learner / ring hold copies now
         # Act and store: captured as CUDA graphs now, so that this too is cold start.
         t = time.perf_counter()
         self.steps = DeviceSteps(learner, self.staging, c.run.capture_device_steps)
@@ -337,15 +372,6 @@ class Runner:
             return "compile (cudagraph capture failed)"
         return str(ex.name)
 
-    def _check_resume_compatible(self, ckpt: dict[str, Any], path: Path) -> None:
-        saved = ckpt.get("training_config", {})
-        for key in ("num_envs", "replay_capacity", "seed"):
-            if saved.get(key) != self.training_config[key]:
-                raise ValueError(
-                    f"cannot resume from {path}: it has {key}={saved.get(key)!r}, this run "
-                    f"{key}={self.training_config[key]!r}"
-                )
-
     def _restore(self, ckpt: dict[str, Any]) -> None:
         assert self.learner is not None
         self.learner.load_state_dict(ckpt["learner"])
@@ -368,6 +394,7 @@ class Runner:
         limit = c.run.time_limit_s
         overlap = c.run.overlap_store
         self.status = "running"
+        self._write_summary()
         self._loop_t0 = time.perf_counter()
         for k in range(self.start_iteration, iterations):
             if signals.requested:
@@ -574,6 +601,9 @@ class Runner:
             self.run_dir / SUMMARY_NAME,
         )
         if signals.requested:
+            log.warning(
+                "%s; continue with: %s", self.reason, resume_command(self.command, self.run_dir)
+            )
             raise SystemExit(128 + int(getattr(signal, signals.requested)))
 
     def _record_failure(self, err: BaseException) -> None:
@@ -590,10 +620,15 @@ class Runner:
             self.reason = f"{type(err).__name__}: {err}"
         try:
             self._write_summary()
-        except Exception:  # noqa: BLE001 - never mask the original error
-            log.exception("could not write the partial summary")
+        except Exception as write_err:  # noqa: BLE001 - never mask the original error
+            if debug_enabled():
+                log.exception("could not write the partial summary")
+            else:
+                log.error("could not write the partial summary: %s", write_err)
 
     def _teardown(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         if self.collector is not None:
             self.collector.drain()
             self.collector.stop()
@@ -619,6 +654,13 @@ class Runner:
             "status": self.status,
             "incomplete_reason": None if self.status == "complete" else self.reason,
             "command": self.command,
+            "resume_command": resume_command(self.command, self.run_dir),
+            "writer": {
+                **self.writer,
+                "heartbeat_unix": time.time(),  # when this summary was written
+                "heartbeat_file": HEARTBEAT_NAME,
+                "heartbeat_every_s": HEARTBEAT_EVERY_S,
+            },
             "run_dir": str(self.run_dir),
             "config": self.composed,
             "device": self._device_info,
@@ -655,7 +697,7 @@ class Runner:
         }
 
     def _write_summary(self) -> None:
-        write_json(self.run_dir / SUMMARY_NAME, self.summary())
+        write_json(self.run_dir / SUMMARY_NAME, self.summary(), "summary")
 
 
 def _env_plan_fields(plan: EnvPlan) -> dict[str, Any]:
@@ -719,5 +761,23 @@ def train(
         env_factory=env_factory,
         collector_timeout_s=collector_timeout_s,
     )
-    summary = runner.run()
-    return summary["iter_ms"]["median"]
+    try:
+        summary = runner.run()
+    except KeyboardInterrupt as err:
+        if isinstance(err, Aborted):
+            raise
+        raise Aborted(_abort_message(runner, err)) from None
+    return (summary.get("iter_ms") or {}).get("median")
+
+
+def _abort_message(runner: Runner, err: KeyboardInterrupt) -> str:
+    """What a second Ctrl-C kept, and the command that continues from there."""
+    signame = str(err) or "SIGINT"
+    head = f"aborted by a second {signame} during iteration {runner.done_iterations}"
+    ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
+    source = runner.run_dir if ckpt else runner.resumed_from
+    if source is None:
+        return f"{head}; no checkpoint was written (rerun to start over)"
+    cmd = resume_command(runner.command, runner.run_dir, Path(source))
+    kept = f"last checkpoint {ckpt or source}"
+    return f"{head} (nothing of it was saved); {kept}; continue with: {cmd}"

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from flashsac_bench.runner.timing import overlap_efficiency, summarize
+from flashsac_bench.runner.writes import write_error
 
 SUMMARY_FORMAT = 1
 SUMMARY_NAME = "summary.json"
@@ -60,18 +61,26 @@ TIMING_SEMANTICS = {
 }
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def atomic_write_text(path: Path, text: str, what: str = "file") -> None:
+    """Write via a temp file + rename: readers see the old or the new file, never a torn one.
+    A full disk or an unwritable folder raises DiskFullError / NotWritableError naming `path`."""
+    path = Path(path)
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except BaseException as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        mapped = write_error(err, path, what)
+        if mapped is err:
+            raise
+        raise mapped from err
 
 
 def _clean(obj: Any) -> Any:
@@ -87,8 +96,9 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(_clean(payload), indent=1, allow_nan=False) + "\n")
+def write_json(path: Path, payload: dict[str, Any], what: str = "file") -> None:
+    text = json.dumps(_clean(payload), indent=1, allow_nan=False) + "\n"
+    atomic_write_text(path, text, what)
 
 
 def device_info(device: torch.device) -> dict[str, Any]:

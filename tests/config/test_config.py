@@ -137,3 +137,36 @@ def test_cli_help_lists_groups(tmp_path):
     assert out.returncode == 0
     for group in ("update: u2, u8", "path: compile, cudagraph, eager", "hardware:"):
         assert group in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("+run.iteratons=5", r"unknown key run\.iteratons \(did you mean run\.iterations\?\)"),
+        ("+learner.bogus=1", r"unknown key learner\.bogus: not in"),
+        ("+no_such_group=1", r"unknown key no_such_group"),
+    ],
+)
+def test_keys_added_with_plus_are_refused(override, message):
+    cfg = composed([override])  # Hydra's `+` adds them even to typed nodes ...
+    with pytest.raises(ConfigError, match=message):  # ... so to_config refuses them
+        to_config(cfg)
+
+
+def test_free_dict_fields_still_take_any_key():
+    c = to_config(composed(["+path.inductor_options.max_autotune=true"]))
+    assert c.path.inductor_options == {"max_autotune": True}
+
+
+def test_a_cuda_device_is_checked_against_this_machine():
+    import torch
+
+    hw = to_config(composed(["hardware=h200"])).hardware  # composes anywhere ...
+    if torch.cuda.is_available():
+        hw.check_available()
+    else:  # ... but cannot run on a CPU-only torch
+        with pytest.raises(ConfigError, match="hardware.device=cuda .* sees no CUDA device"):
+            hw.check_available()
+    to_config(composed(["hardware=cpu"])).hardware.check_available()
+    with pytest.raises(ConfigError, match="hardware.device must be"):
+        to_config(composed(["hardware.device=cuda:x"]))

@@ -4,14 +4,17 @@ Importable as `runner_fakes` (tests/runner is on sys.path under pytest; subproce
 on PYTHONPATH and select it with FLASHSAC_BENCH_ENV_FACTORY=runner_fakes:make_env). Faults are
 injected through environment variables so they also reach Hydra / submitit job processes:
 FAKE_ENV_FAIL_AT=k (env.step raises at tick k), FAKE_ENV_HANG_AT=k (sleeps for an hour),
-FAKE_ENV_SIGNAL_AT=k:SIGTERM (sends the signal to its own process), FAKE_ENV_MARKER=path
-(appended to whenever an env is built).
+FAKE_ENV_SIGNAL_AT=k:SIGTERM[:2] (sends the signal to its own process, [twice, 0.5 s apart]),
+FAKE_ENV_STEP_SLEEP=s (every step sleeps s seconds), FAKE_ENV_MARKER=path (appended to whenever
+an env is built), FAKE_ENV_DISK_FULL=1 (checkpoint files are written to /dev/full, which fails
+every write with ENOSPC: a full disk without filling one).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
 from typing import Any
 
@@ -34,10 +37,12 @@ class FakeEnv:
         hang_at: int | None = None,
         signal_at: tuple[int, int] | None = None,
         step_sleep_s: float = 0.0,
+        signal_count: int = 1,
     ) -> None:
         self.num_envs = num_envs
         self.max_episode_steps = max_episode_steps
         self.fail_at, self.hang_at, self.signal_at = fail_at, hang_at, signal_at
+        self.signal_count = signal_count
         self.step_sleep_s = step_sleep_s
         self.rng = np.random.default_rng(seed)
         self.w = np.random.default_rng(1234).normal(size=(self.action_dim, self.obs_dim))
@@ -85,7 +90,10 @@ class FakeEnv:
         if self.hang_at is not None and tick == self.hang_at:
             time.sleep(3600)
         if self.signal_at is not None and tick == self.signal_at[0]:
-            os.kill(os.getpid(), self.signal_at[1])
+            for _ in range(self.signal_count):
+                os.kill(os.getpid(), self.signal_at[1])
+                if self.signal_count > 1:
+                    time.sleep(0.5)
         if self.step_sleep_s:
             time.sleep(self.step_sleep_s)
         a = np.asarray(actions, dtype=np.float64)
@@ -149,14 +157,31 @@ def make_env(task_cfg: Any, backend_cfg: Any, num_envs: int, seed: int) -> FakeE
         with open(marker, "a") as f:
             f.write(f"built {num_envs}\n")
     sig = os.environ.get("FAKE_ENV_SIGNAL_AT")
-    signal_at = None
+    signal_at, count = None, 1
     if sig:
-        tick, name = sig.split(":")
+        tick, name, *times = sig.split(":")
         signal_at = (int(tick), int(getattr(signal, name)))
+        count = int(times[0]) if times else 1
+    if os.environ.get("FAKE_ENV_DISK_FULL"):
+        _fill_the_disk()
     return FakeEnv(
         num_envs,
         seed,
         fail_at=_env_int("FAKE_ENV_FAIL_AT"),
         hang_at=_env_int("FAKE_ENV_HANG_AT"),
         signal_at=signal_at,
+        signal_count=count,
+        step_sleep_s=float(os.environ.get("FAKE_ENV_STEP_SLEEP") or 0.0),
     )
+
+
+def _fill_the_disk() -> None:
+    """Checkpoint temp files go to /dev/full (ENOSPC on write, as on a full disk)."""
+    from flashsac_bench.runner import checkpoint
+
+    def open_tmp(folder: Any, name: str) -> tuple[Any, str]:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+        os.close(fd)
+        return open("/dev/full", "wb"), tmp
+
+    checkpoint._open_tmp = open_tmp

@@ -18,6 +18,7 @@ from flashsac_bench.runner.checkpoint import (
     load_checkpoint,
     resolve_resume_path,
 )
+from flashsac_bench.runner.resume import ResumeError
 
 N = 7  # learning starts at iteration 4 (max(4 x 8 envs, batch 32) rows), so N-1 updated
 
@@ -126,11 +127,17 @@ def test_resume_refuses_an_incompatible_run_before_building_an_env(fake_runs):
         built.append(args)
         return _factory(*args, **kw)
 
-    with pytest.raises(ValueError, match="num_envs=8"):
-        _run(tmp / "d", factory=factory, num_envs=16, iterations=N + 1, resume=str(ckpt_n))
+    with pytest.raises(ResumeError, match=r"run\.num_envs \(checkpoint 8, now 16\)"):
+        _run(
+            tmp / "d",
+            factory=factory,
+            num_envs=16,
+            iterations=N + 1,
+            resume=str(ckpt_n),
+            overlap_store=True,
+        )
     assert built == []
-    s = read_summary(tmp / "d")
-    assert s["complete"] is False and "num_envs" in s["incomplete_reason"]
+    assert not (tmp / "d").exists()  # refused before the run dir was made
 
 
 THREADS = {"mode": "threads", "num_threads": 2}

@@ -1,0 +1,73 @@
+"""Key-level checks of a composed config against the typed schema, and dotted-key flattening.
+
+Hydra's `+key=value` adds a key even to a typed (structured) node, and OmegaConf's conversion to
+the dataclasses then drops it silently: `+run.iteratons=5` would run with the default
+iterations and carry the typo into summary.json. `unknown_keys` finds such keys so that
+`to_config` can refuse them like any other invalid configuration.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+
+def _items(node: Any) -> list[tuple[str, Any]]:
+    from omegaconf import DictConfig
+
+    if isinstance(node, DictConfig):
+        return [(str(k), node._get_node(k)) for k in node.keys()]  # no interpolation resolving
+    if isinstance(node, dict):
+        return [(str(k), v) for k, v in node.items()]
+    return []
+
+
+def _is_mapping(node: Any) -> bool:
+    from omegaconf import DictConfig
+
+    return isinstance(node, dict | DictConfig)
+
+
+def unknown_keys(node: Any, schema: Any, prefix: str = "") -> list[str]:
+    """Dotted keys of `node` (a dict / DictConfig) that `schema` (a dataclass instance, e.g.
+    the default Config()) does not have. Free-dict fields (path.inductor_options) take any key."""
+    names = {f.name for f in fields(schema)}
+    found: list[str] = []
+    for key, value in _items(node):
+        if not prefix and key == "hydra":
+            continue  # Hydra's own node, when a caller left it in
+        if key not in names:
+            found.append(prefix + key)
+            continue
+        sub = getattr(schema, key)
+        if is_dataclass(sub) and _is_mapping(value):
+            found.extend(unknown_keys(value, sub, f"{prefix}{key}."))
+    return found
+
+
+def suggest(key: str, schema: Any) -> str | None:
+    """The closest sibling of an unknown dotted key (for 'did you mean ...?')."""
+    *parents, leaf = key.split(".")
+    node = schema
+    for part in parents:
+        node = getattr(node, part, None)
+        if not is_dataclass(node):
+            return None
+    match = difflib.get_close_matches(leaf, [f.name for f in fields(node)], n=1, cutoff=0.75)
+    return ".".join([*parents, match[0]]) if match else None
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}; lists and tuples are leaves (tuples become lists)."""
+    out: dict[str, Any] = {}
+    if isinstance(tree, dict):
+        if not tree and prefix:
+            out[prefix[:-1]] = {}
+        for key, value in tree.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    if isinstance(tree, tuple):
+        tree = list(tree)
+    out[prefix[:-1]] = tree
+    return out

@@ -1,0 +1,261 @@
+"""What a resume may and may not change, and which checkpoint it continues from.
+
+A checkpoint continues bit for bit only under the config that wrote it. `check_compatible`
+compares the whole composed config with the checkpoint's and names every differing key that is
+not in RESUME_MAY_CHANGE (the single list of keys a resume may change; README "Reliability").
+`find_checkpoint` loads the newest intact checkpoint of a run dir, falling back (with a
+warning naming both) when the newest is missing or unreadable. `plan_resume` puts it together
+for the runner, including `run.resume=auto` (continue this run dir if it has a checkpoint,
+skip it when it is complete, else start fresh: how an interrupted sweep is resumed).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.keys import flatten
+from flashsac_bench.config.root import Config
+from flashsac_bench.runner.checkpoint import (
+    LATEST_NAME,
+    CheckpointError,
+    checkpoint_folder,
+    list_checkpoints,
+    load_checkpoint,
+)
+
+log = logging.getLogger("flashsac_bench.runner")
+
+AUTO = "auto"
+
+# The only keys a resume may change. Each leaves every computed number as it was: they decide
+# how long the run goes on, what is logged and summarized, and when checkpoints are written.
+RESUME_MAY_CHANGE: dict[str, str] = {
+    "run.iterations": "how far the continued run goes (must exceed the checkpoint's iteration)",
+    "run.time_limit_s": "wall-clock limit of the continued run",
+    "run.resume": "where to continue from",
+    "run.checkpoint_every": "checkpoint cadence",
+    "run.log_every": "logging / TensorBoard cadence",
+    "run.progress": "progress display",
+    "run.tensorboard": "TensorBoard scalars on / off",
+    "run.summary_last": "which rows summary.json's statistics use",
+    "run.skip_first": "which rows summary.json's statistics use",
+}
+# Derived settings that must match too (the same config can resolve differently elsewhere,
+# e.g. hardware=auto on a GPU machine and on a CPU one).
+RESOLVED_KEYS = {
+    "device": "hardware.device (resolved)",
+    "dtype": "hardware.dtype (resolved)",
+    "gemm_align": "hardware.gemm_align (resolved)",
+}
+
+
+class ResumeError(ConfigError):
+    """A resume that cannot continue the checkpoint (raised before any work)."""
+
+    label = "cannot resume"
+
+
+@dataclass
+class ResumePlan:
+    path: Path | None = None  # the checkpoint to continue from (None: start fresh)
+    payload: dict[str, Any] | None = None
+    iteration: int = 0
+    skip: bool = False  # run.resume=auto on a complete run: nothing to do
+    notes: list[str] = field(default_factory=list)  # warnings / info for the log
+
+
+# ---------------------------------------------------------------------------- which checkpoint
+def find_checkpoint(spec: str | os.PathLike[str], *, mmap: bool = False) -> ResumePlan:
+    """The checkpoint `spec` names: a file (loaded as is), or a run / checkpoints dir (its
+    newest intact checkpoint; older ones are tried when the newest is missing or unreadable)."""
+    p = Path(spec).expanduser()
+    if not p.exists():
+        raise ResumeError(f"run.resume={spec}: no such file or directory")
+    if p.is_file():
+        payload = load_checkpoint(p, mmap=mmap)
+        return ResumePlan(path=p, payload=payload, iteration=int(payload["iteration"]))
+    folder = checkpoint_folder(p)
+    files = list_checkpoints(folder)
+    named = _latest_named(folder)
+    if not files:
+        hint = f" ({LATEST_NAME} names {named.name}, which is missing)" if named else ""
+        raise ResumeError(f"run.resume={spec}: no checkpoint (checkpoints/iter_*.pt) in {p}{hint}")
+    newest = max([*files, *([named] if named else [])], key=lambda f: f.name)
+    problems: list[str] = []
+    if not newest.exists():
+        problems.append(f"{newest} (named by {LATEST_NAME}) is missing")
+    for candidate in reversed(files):
+        try:
+            payload = load_checkpoint(candidate, mmap=mmap)
+        except CheckpointError as err:
+            problems.append(str(err))
+            continue
+        plan = ResumePlan(path=candidate, payload=payload, iteration=int(payload["iteration"]))
+        if problems:
+            plan.notes.append(
+                f"newest checkpoint unusable: {'; '.join(problems)}; falling back to "
+                f"{candidate}, the newest intact one (iteration {plan.iteration})"
+            )
+        return plan
+    raise CheckpointError(f"no intact checkpoint in {folder}: {'; '.join(problems)}")
+
+
+def _latest_named(folder: Path) -> Path | None:
+    try:
+        name = (folder / LATEST_NAME).read_text().strip()
+    except OSError:
+        return None
+    return folder / name if re.fullmatch(r"iter_\d+\.pt", name) else None
+
+
+# ---------------------------------------------------------------------------- compatibility
+def _fmt(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def config_differences(saved: dict[str, Any], config: Config) -> list[str]:
+    """'key (checkpoint X, now Y)' for every key outside RESUME_MAY_CHANGE that differs.
+    Keys the checkpoint lacks (written by an older version) count as their default."""
+    now = flatten(asdict(config))
+    defaults = flatten(asdict(Config()))
+    old = flatten(saved)
+    diffs = []
+    for key, value in now.items():
+        if key in RESUME_MAY_CHANGE or key.startswith("hydra."):
+            continue
+        before = old.get(key, defaults.get(key))
+        if before != value:
+            diffs.append(f"{key} (checkpoint {_fmt(before)}, now {_fmt(value)})")
+    return diffs
+
+
+def _resolved_differences(saved_tc: dict[str, Any], training_config: dict[str, Any]) -> list[str]:
+    diffs = []
+    for key, label in RESOLVED_KEYS.items():
+        before, now = saved_tc.get(key), training_config.get(key)
+        if key == "device" and isinstance(before, str) and isinstance(now, str):
+            before, now = before.split(":")[0], now.split(":")[0]  # cuda:0 -> cuda:1 is fine
+        if before is not None and before != now:
+            diffs.append(f"{label} (checkpoint {_fmt(before)}, now {_fmt(now)})")
+    return diffs
+
+
+def check_compatible(
+    plan: ResumePlan, config: Config, training_config: dict[str, Any] | None = None
+) -> None:
+    """Refuse (ResumeError, one message naming every key) what the checkpoint cannot continue."""
+    payload = plan.payload or {}
+    diffs = config_differences(payload.get("config") or {}, config)
+    if training_config is not None:
+        diffs += _resolved_differences(payload.get("training_config") or {}, training_config)
+    if diffs:
+        allowed = ", ".join(RESUME_MAY_CHANGE)
+        raise ResumeError(
+            f"{plan.path} was written with a different config: {'; '.join(diffs)}. A resume "
+            f"may change only {allowed}; pass the checkpoint's values or start a new run"
+        )
+    if plan.iteration >= config.run.iterations:
+        more = config.run.iterations
+        raise ResumeError(
+            f"{plan.path} is at iteration {plan.iteration}, so run.iterations="
+            f"{config.run.iterations} leaves nothing to do: pass run.iterations=N with "
+            f"N > {plan.iteration} (e.g. run.iterations={plan.iteration + more} for {more} more)"
+        )
+
+
+def _refuse_live_writer(run_dir: Path) -> str | None:
+    """Refuse to continue a run that another process is still writing; note a stale one."""
+    from flashsac_bench.runner.liveness import run_state
+
+    if not (run_dir / "summary.json").is_file():
+        return None
+    state = run_state(run_dir)
+    if state["status"] in ("running", "starting"):
+        raise ResumeError(
+            f"{run_dir} is still being written ({state['detail']}); stop that run first"
+        )
+    if state["status"] == "stale":
+        return (
+            f"{run_dir} is a stale run ({state['detail']}); continuing from its last "
+            f"checkpoint {state['last_checkpoint']}"
+        )
+    return None
+
+
+def plan_resume(
+    config: Config,
+    run_dir: Path,
+    training_config: dict[str, Any] | None = None,
+    *,
+    mmap: bool = False,
+) -> ResumePlan:
+    """What run.resume asks for, checked: the plan, or ResumeError / CheckpointError."""
+    spec = config.run.resume
+    if not spec:
+        return ResumePlan()
+    auto = spec == AUTO
+    source = Path(run_dir) if auto else Path(spec).expanduser()
+    if auto and not list_checkpoints(checkpoint_folder(source)):
+        return ResumePlan(notes=[f"run.resume=auto: no checkpoint in {source}, starting fresh"])
+    stale_note = _refuse_live_writer(source) if source.is_dir() else None
+    plan = find_checkpoint(source, mmap=mmap)
+    if stale_note:
+        plan.notes.append(stale_note)
+    if auto and plan.iteration >= config.run.iterations:
+        plan.skip = True
+        plan.notes.append(
+            f"run.resume=auto: {source} is complete ({plan.iteration} of "
+            f"{config.run.iterations} iterations), nothing to do"
+        )
+        return plan
+    check_compatible(plan, config, training_config)
+    return plan
+
+
+# ---------------------------------------------------------------------------- commands
+_PLAIN = re.compile(r"[A-Za-z0-9_./:@+-]+")
+
+
+def hydra_value(text: str) -> str:
+    """A value as a Hydra override can hold it (quoted when it has , = spaces ...)."""
+    if _PLAIN.fullmatch(text):
+        return text
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _without(overrides: list[str], *keys: str) -> list[str]:
+    out = []
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if key not in keys:
+            out.append(o)
+    return out
+
+
+def resume_command(command: dict[str, Any], run_dir: Path, source: Path | None = None) -> str:
+    """The exact command that continues this run (from `source`, default its own latest
+    checkpoint) in its own run dir."""
+    overrides = command.get("overrides")
+    src = str(source or run_dir)
+    if overrides is None:  # called through the API, not the CLI
+        return f"train(config with run.resume={src!r}, run_dir={str(run_dir)!r})"
+    kept = _without(list(overrides), "run.resume", "hydra.run.dir")
+    args = [*kept, f"run.resume={hydra_value(src)}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
+    return shlex.join(["python", "-m", "flashsac_bench", *args])
+
+
+def sweep_resume_command(argv: list[str], sweep_dir: Path) -> str:
+    """The exact command that resumes a sweep: the same sweep into the same dir, every job with
+    run.resume=auto (continue from its checkpoint, skip when complete, else start)."""
+    args = [a for a in argv if a not in ("-m", "--multirun", "--debug")]
+    kept = _without(args, "run.resume", "hydra.sweep.dir")
+    target = hydra_value(str(sweep_dir))
+    cmd = ["python", "-m", "flashsac_bench", "-m", *kept]
+    return shlex.join([*cmd, f"hydra.sweep.dir={target}", f"run.resume={AUTO}"])

@@ -1,0 +1,68 @@
+"""The CPU run-time cost model behind the CLI's up-front warning (no timing: the model's
+arithmetic against hand-computed values, and its calibration points)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from flashsac_bench.config import to_config
+from flashsac_bench.runtime_estimate import (
+    OP_OVERHEAD_S,
+    S_PER_MAC,
+    cpu_warning,
+    cycle_row_macs,
+    estimate_cpu_run,
+)
+
+ONE_THREAD = {"hardware": {"name": "cpu", "device": "cpu", "torch_threads": 1}}
+
+
+def test_row_macs_of_the_default_networks():
+    # actor: 98x128 embed + 2 blocks x (128->512->128) + 128x58 head
+    actor = 98 * 128 + 2 * 2 * 4 * 128 * 128 + 128 * 58
+    # critic: 2 members x (130x256 embed + 2 blocks x (256->1024->256) + 256x101 head)
+    critic = 2 * (130 * 256 + 2 * 2 * 4 * 256 * 256 + 256 * 101)
+    u2 = 2 * (actor + 6 * critic) + 1 * (6 * actor + 2 * critic)
+    assert cycle_row_macs(to_config({})) == u2 == 33_272_832
+
+
+def test_the_model_reproduces_its_calibration_points():
+    """u2 eager, 1 thread, measured 691.6 ms (B=256) and 5429.0 ms (B=2048)."""
+    for batch, measured_s in ((256, 0.6916), (2048, 5.429)):
+        cfg = to_config({**ONE_THREAD, "replay": {"batch_size": batch}})
+        assert estimate_cpu_run(cfg, cores=1).learn_s == pytest.approx(measured_s, rel=0.01)
+
+
+def test_a_bare_run_with_split_cores():
+    cfg = to_config({**ONE_THREAD, "backend": {"num_threads": 1}})
+    est = estimate_cpu_run(cfg, cores=2)
+    env_s = 1024 / 4700
+    learn_s = 3 * OP_OVERHEAD_S + 2048 * 33_272_832 * S_PER_MAC
+    assert est.env_s == pytest.approx(env_s) and est.learn_s == pytest.approx(learn_s)
+    assert est.iter_s == pytest.approx(max(env_s, learn_s))  # 1 + 1 threads fit: they overlap
+    assert est.warmup_iterations == math.ceil(98 * 1024 / 1024)
+    assert est.total_s == pytest.approx(98 * env_s + 902 * learn_s)
+    assert est.text() == "1.4 h"
+    # oversubscribed (2 + 2 threads on 2 cores): the two sides add up
+    both = estimate_cpu_run(
+        to_config(ONE_THREAD | {"hardware": {"name": "cpu", "device": "cpu"}}), 2
+    )
+    assert both.iter_s == pytest.approx(both.env_s + both.learn_s)
+
+
+def test_the_warning_names_the_estimate_and_the_smoke_preset():
+    text = cpu_warning(to_config({**ONE_THREAD, "backend": {"num_threads": 1}}), cores=2)
+    assert text is not None and "about 1.4 h on the CPU" in text and "+experiment=smoke" in text
+    smoke = {
+        **ONE_THREAD,
+        "learner": {"actor_hidden_dim": 32, "critic_hidden_dim": 64},
+        "replay": {"batch_size": 64, "replay_buffer_n": 32, "learning_starts": 4},
+        "run": {"num_envs": 16, "iterations": 100},
+    }
+    assert cpu_warning(to_config(smoke), cores=2) is None
+    limited = {**ONE_THREAD, "run": {"time_limit_s": 60.0}}
+    assert cpu_warning(to_config(limited), cores=2) is None  # capped by the time limit
+    gpu = {"hardware": {"name": "h200", "device": "cuda"}}
+    assert cpu_warning(to_config(gpu), cores=2) is None
