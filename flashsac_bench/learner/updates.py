@@ -1,6 +1,6 @@
 """One critic update and one actor(+temperature) update: THE definition every path executes.
 
-Both are plain functions of (statics, state, batch rows, noise): eager runs them as is, the
+Both are pure functions of (statics, state, batch rows, noise): eager runs them as is, the
 compile path wraps them in torch.compile (forward, backward, Adam, projection and Polyak in one
 Inductor graph), the cudagraph path captures a whole cycle of calls. Gradients come from
 torch.func.grad_and_value w.r.t. ONE flat parameter vector; in the actor update the critic's
@@ -8,9 +8,14 @@ parameters are plain inputs, so no critic weight gradient is ever formed. Every 
 by an on-device finite flag (loss and gradient), so a non-finite step leaves weights, buffers,
 optimizer state and target untouched -- without a host `if`.
 
-Large tensors are updated in place, each element from its own old value only. The small scalar
-state (step counters, temperature, metrics) is never written here: each update returns the
-next `scalars` vector and the caller copies it (see learner.state.SCALARS for why).
+Nothing is written here. An update returns `(scalars, writes, tail)`: the next scalar-state
+vector, the gated next values of the tensors `critic_targets` / `actor_targets` name (in that
+order), and -- with the fused optimizer tail (path.fused_optimizer) -- `(grad, hyper)`, which
+`learner.optimizer_tail` applies to parameters, Adam moments and target in place. `commit`
+does the writing, after (outside) the compiled step: a compiled graph that mutates its inputs
+makes Inductor skip its CUDA graphs, and a compiled in-place write of a broadcast-read scalar
+raced on the H200 (learner.state.SCALARS). Every element is written from its own old value
+only, so the order of the commits within one update does not matter.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from flashsac_bench.learner.adam import AdamConfig, AdamState, adam_candidate, is_finite
+from flashsac_bench.learner.adam import AdamConfig, AdamState, adam_candidate, adam_hyper, is_finite
 from flashsac_bench.learner.distributional import (
     categorical_projection,
     cross_entropy,
@@ -35,6 +40,7 @@ from flashsac_bench.learner.networks import (
     param_views,
     tanh_normal_sample,
 )
+from flashsac_bench.learner.optimizer_tail import make_hyper, tail_candidate
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.learner.schedule import LRSchedule
@@ -66,15 +72,13 @@ class UpdateStatics:
     target_entropy: float
     mm_dtype: torch.dtype
     gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
+    # Return (grad, hyper) for the fused optimizer tail instead of the tail's results.
+    fused_tail: bool = False
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
     """Inverse of Layout.views: the flat vector holding `values` (all entries required)."""
     return torch.cat([values[name].reshape(-1) for name in layout.entries])
-
-
-def _gated_write(dst: torch.Tensor, new: torch.Tensor, ok: torch.Tensor) -> None:
-    dst.copy_(torch.where(ok, new, dst))
 
 
 class ScalarWriter:
@@ -97,22 +101,70 @@ class ScalarWriter:
         return torch.stack(self.parts)
 
 
-def _gated_adam(
+Step = tuple[torch.Tensor, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
+
+
+def critic_targets(st: UpdateStatics, s: LearnerState, update_target: bool) -> list[torch.Tensor]:
+    """The state tensors a critic update's `writes` are the next values of, in order."""
+    if st.fused_tail:
+        return [s.critic_buffers, s.target_buffers]
+    big = [s.critic_params, s.critic_adam.exp_avg, s.critic_adam.exp_avg_sq]
+    return big + ([s.target_params] if update_target else []) + [
+        s.critic_buffers,
+        s.target_buffers,
+    ]
+
+
+def actor_targets(st: UpdateStatics, s: LearnerState) -> list[torch.Tensor]:
+    """The state tensors an actor update's `writes` are the next values of, in order."""
+    if st.fused_tail:
+        return [s.actor_buffers]
+    return [s.actor_params, s.actor_adam.exp_avg, s.actor_adam.exp_avg_sq, s.actor_buffers]
+
+
+def _optimizer_tail(
+    st: UpdateStatics,
+    projector: Projector,
     params: torch.Tensor,
     grad: torch.Tensor,
     adam: AdamState,
+    target: torch.Tensor | None,
     lr: torch.Tensor,
     ok: torch.Tensor,
-    st: UpdateStatics,
-    projector: Projector,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Adam step + projection written in place where ok; returns (new params, next step)."""
-    new_params, exp_avg, exp_avg_sq, step = adam_candidate(params, grad, adam, lr, st.adam)
-    new_params = projector(new_params)
-    _gated_write(params, new_params, ok)
-    _gated_write(adam.exp_avg, exp_avg, ok)
-    _gated_write(adam.exp_avg_sq, exp_avg_sq, ok)
-    return new_params, torch.where(ok, step, adam.step)
+) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], torch.Tensor]:
+    """(gated next params, m, v[, target]) or, fused, (grad, hyper) to apply later; next step."""
+    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, st.adam)
+    next_step = torch.where(ok, step, adam.step)
+    if st.fused_tail:
+        return (), (grad, make_hyper(step_size, bc2_sqrt, ok)), next_step
+    new = tail_candidate(
+        projector,
+        st.adam,
+        st.tau,
+        params,
+        grad,
+        adam.exp_avg,
+        adam.exp_avg_sq,
+        target,
+        step_size,
+        bc2_sqrt,
+        ok,
+    )
+    return new, (), next_step
+
+
+def commit(dsts: list[torch.Tensor], scalars_dst: torch.Tensor, step: Step, tail=None) -> None:
+    """Write one update's results into the state (outside any compiled region).
+
+    `tail(grad, hyper)` applies the fused optimizer tail when the update returned one.
+    """
+    scalars, writes, fused = step
+    if len(writes) != len(dsts):
+        raise RuntimeError(f"update returned {len(writes)} writes for {len(dsts)} targets")
+    # One multi-tensor copy for everything (ONE launch on CUDA).
+    torch._foreach_copy_([*dsts, scalars_dst], [*writes, scalars])
+    if fused:
+        tail(*fused)
 
 
 def critic_update(
@@ -122,8 +174,11 @@ def critic_update(
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
     update_target: bool,
-) -> torch.Tensor:
-    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s')."""
+) -> Step:
+    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s').
+
+    Returns (scalars, writes for critic_targets(st, s, update_target), fused tail or ()).
+    """
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     with torch.no_grad():
@@ -186,14 +241,14 @@ def critic_update(
     )
     ok = is_finite(loss, grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
-    new_params, step = _gated_adam(
-        s.critic_params, grad, s.critic_adam, lr, ok, st, st.critic_projector
+    target = s.target_params if update_target else None
+    tail, fused, step = _optimizer_tail(
+        st, st.critic_projector, s.critic_params, grad, s.critic_adam, target, lr, ok
     )
-    _gated_write(s.critic_buffers, pack(st.critic_buffers, new_b), ok)
-    _gated_write(s.target_buffers, pack(st.critic_buffers, target_new_b), ok)
-    if update_target:
-        # Polyak on parameters only (BN running buffers are not averaged).
-        _gated_write(s.target_params, torch.lerp(s.target_params, new_params, st.tau), ok)
+    buffers = (
+        torch.where(ok, pack(st.critic_buffers, new_b), s.critic_buffers),
+        torch.where(ok, pack(st.critic_buffers, target_new_b), s.target_buffers),
+    )
     out = ScalarWriter(s.scalars)
     out.set("critic.adam.step", step)
     out.set("critic.sched_step", s.critic_sched_step + 1.0)
@@ -201,13 +256,16 @@ def critic_update(
     out.add_metric("q_mean", torch.where(ok, q_mean.detach(), 0.0))
     out.add_metric("critic_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("critic_lr", lr)
-    return out.build()
+    return out.build(), (*tail, *buffers), fused
 
 
 def actor_update(
     st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor
-) -> torch.Tensor:
-    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a."""
+) -> Step:
+    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a.
+
+    Returns (scalars, writes for actor_targets(st, s), fused tail or ()).
+    """
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
@@ -247,8 +305,10 @@ def actor_update(
     )
     ok = is_finite(loss, grad)
     lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
-    _, actor_step = _gated_adam(s.actor_params, grad, s.actor_adam, lr, ok, st, st.actor_projector)
-    _gated_write(s.actor_buffers, pack(st.actor_buffers, new_b), ok)
+    tail, fused, actor_step = _optimizer_tail(
+        st, st.actor_projector, s.actor_params, grad, s.actor_adam, None, lr, ok
+    )
+    buffers = torch.where(ok, pack(st.actor_buffers, new_b), s.actor_buffers)
 
     # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this step.
     entropy = entropy.detach()
@@ -277,4 +337,4 @@ def actor_update(
     out.set_metric("temperature", torch.exp(log_temp))
     out.add_metric("actor_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("actor_lr", lr)
-    return out.build()
+    return out.build(), (*tail, buffers), fused
