@@ -21,13 +21,13 @@ from flashsac_bench.learner.networks import (
     critic_layouts,
     temperature_layout,
 )
+from flashsac_bench.learner.optimizer_tail import OptimizerTail
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import ReplayRing, RowLayout
 from flashsac_bench.learner.reward_normalizer import RewardNormalizer
 from flashsac_bench.learner.rng import CounterRNG
 from flashsac_bench.learner.schedule import LRSchedule
 from flashsac_bench.learner.state import METRICS, METRICS_OFFSET, NUM_SCALARS, LearnerState, M, S
-from flashsac_bench.learner.optimizer_tail import OptimizerTail
 from flashsac_bench.learner.updates import (
     Step,
     UpdateStatics,
@@ -232,7 +232,8 @@ class FlashSACLearner:
         commit(dsts, s.scalars, step, tail)
 
     def critic_step(self, rows, eps_next, divisor, update_target: bool) -> None:
-        self.critic_commit(self.critic_kernel(rows, eps_next, divisor, update_target), update_target)
+        step = self.critic_kernel(rows, eps_next, divisor, update_target)
+        self.critic_commit(step, update_target)
 
     def actor_step(self, rows, eps) -> None:
         self.actor_commit(self.actor_kernel(rows, eps))

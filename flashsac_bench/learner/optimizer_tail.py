@@ -95,7 +95,9 @@ class OptimizerTail:
         if self.backend == "triton":
             from flashsac_bench.learner.triton_tail import fused_tail
 
-            fused_tail(self.rows, self.cfg, self.tau, params, grad, exp_avg, exp_avg_sq, target, hyper)
+            fused_tail(
+                self.rows, self.cfg, self.tau, params, grad, exp_avg, exp_avg_sq, target, hyper
+            )
             return
         new = tail_candidate(
             self.projector,

@@ -143,9 +143,7 @@ def _tail_kernel(
         tl.store(t_ptr + idx, t2, mask=keep)
 
 
-@triton_op(
-    "flashsac::optimizer_tail", mutates_args={"params", "exp_avg", "exp_avg_sq", "target"}
-)
+@triton_op("flashsac::optimizer_tail", mutates_args={"params", "exp_avg", "exp_avg_sq", "target"})
 def optimizer_tail(
     params: torch.Tensor,
     grad: torch.Tensor,

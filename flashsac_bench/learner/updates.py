@@ -109,10 +109,14 @@ def critic_targets(st: UpdateStatics, s: LearnerState, update_target: bool) -> l
     if st.fused_tail:
         return [s.critic_buffers, s.target_buffers]
     big = [s.critic_params, s.critic_adam.exp_avg, s.critic_adam.exp_avg_sq]
-    return big + ([s.target_params] if update_target else []) + [
-        s.critic_buffers,
-        s.target_buffers,
-    ]
+    return (
+        big
+        + ([s.target_params] if update_target else [])
+        + [
+            s.critic_buffers,
+            s.target_buffers,
+        ]
+    )
 
 
 def actor_targets(st: UpdateStatics, s: LearnerState) -> list[torch.Tensor]:
@@ -259,9 +263,7 @@ def critic_update(
     return out.build(), (*tail, *buffers), fused
 
 
-def actor_update(
-    st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor
-) -> Step:
+def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor) -> Step:
     """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a.
 
     Returns (scalars, writes for actor_targets(st, s), fused tail or ()).

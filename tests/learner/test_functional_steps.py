@@ -85,9 +85,8 @@ def _mutated_graph_inputs(fn, *args) -> list[list[int]]:
 
     def fw_compiler(gm, example_inputs):
         meta = TracingContext.try_get().fw_metadata
-        found.append(
-            [i for i, info in enumerate(meta.input_info) if info.mutates_data or info.mutates_metadata]
-        )
+        info = meta.input_info
+        found.append([i for i, x in enumerate(info) if x.mutates_data or x.mutates_metadata])
         return gm
 
     torch._dynamo.reset()
