@@ -44,7 +44,8 @@ def case(layout, device="cpu", seed=0, scale=1.0):
         return torch.randn(*s, generator=g)
 
     p = Projector(layout, "cpu")(r(n))
-    tensors = (p, r(n) * 1e-2 * scale, r(n) * 1e-3, torch.rand(n, generator=g) * 1e-5, p + r(n) * 1e-3)
+    v = torch.rand(n, generator=g) * 1e-5
+    tensors = (p, r(n) * 1e-2 * scale, r(n) * 1e-3, v, p + r(n) * 1e-3)
     return [t.to(device) for t in tensors]
 
 
