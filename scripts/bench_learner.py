@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
+            timed: set = set()  # (align, path, options that matter on that path)
             for align, options in configs:
                 setup = Setup(
                     batch_size=b,
@@ -169,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
                     path_options=options,
                 )
                 for path in args.paths.split(","):
-                    if _same_as_base(path, options) or out_of_time(f"{path} B={b} u{u} {options}"):
-                        continue
+                    key = (align, path, _relevant(path, options))
+                    if key in timed or out_of_time(f"{path} B={b} u{u} {options}"):
+                        continue  # a repeat (compile-only options on another path) or too late
+                    timed.add(key)
                     cycles = args.eager_cycles if path == "eager" else args.cycles
                     last = None  # one learner (and its compiled graphs) alive at a time
                     timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
@@ -237,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
 _COMPILE_ONLY = {"inductor_cudagraphs"}
 
 
-def _same_as_base(path: str, options) -> bool:
-    keys = {k for k, _ in options}
-    return path != "compile" and bool(keys) and keys <= _COMPILE_ONLY
+def _relevant(path: str, options) -> tuple:
+    """The options that change what `path` runs (rows with equal ones would repeat)."""
+    return tuple((k, v) for k, v in options if path == "compile" or k not in _COMPILE_ONLY)
 
 
 if __name__ == "__main__":

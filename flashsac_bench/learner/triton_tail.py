@@ -18,9 +18,10 @@ Inductor can also call it from inside a compiled graph; the learner calls it rig
 compiled step (inside the cudagraph path's capture).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: torch.library infers the custom op's schema
+# from the live annotations (Optional[Tensor] for the target).
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 import triton
@@ -46,7 +47,7 @@ class RowTable:
     numel: int
 
     @classmethod
-    def build(cls, projector: Projector, device: torch.device | str) -> RowTable:
+    def build(cls, projector: Projector, device: torch.device | str) -> "RowTable":
         longest = max((g.length for g in projector.groups), default=1)
         block = max(16, triton.next_power_of_2(longest))
         start, length, numer, inner, floor = [], [], [], [], []
@@ -149,7 +150,7 @@ def optimizer_tail(
     grad: torch.Tensor,
     exp_avg: torch.Tensor,
     exp_avg_sq: torch.Tensor,
-    target: torch.Tensor | None,
+    target: Optional[torch.Tensor],  # noqa: UP045 - the schema inference's spelling
     hyper: torch.Tensor,
     row_start: torch.Tensor,
     row_length: torch.Tensor,
