@@ -156,6 +156,8 @@ class FlashSACLearner:
             mm_dtype=_DTYPES[self.dtype],
             gemm_align=self.gemm_align,
             fused_tail=self.path.fused_optimizer,
+            joint_critic_forward=self.path.joint_critic_forward,
+            shared_input_stats=self.path.shared_input_stats,
         )
         if self.path.fused_optimizer:
             # ONE Triton kernel per network on CUDA; the same math as torch ops elsewhere.

@@ -20,7 +20,7 @@ only, so the order of the commits within one update does not matter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -37,6 +37,7 @@ from flashsac_bench.learner.networks import (
     actor_mean_log_std,
     actor_policy,
     critic_distribution,
+    input_statistics,
     param_views,
     tanh_normal_sample,
 )
@@ -74,6 +75,8 @@ class UpdateStatics:
     gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
     # Return (grad, hyper) for the fused optimizer tail instead of the tail's results.
     fused_tail: bool = False
+    joint_critic_forward: bool = False  # path.joint_critic_forward (critic_grad)
+    shared_input_stats: bool = False  # path.shared_input_stats (critic_grad)
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -171,18 +174,16 @@ def commit(dsts: list[torch.Tensor], scalars_dst: torch.Tensor, step: Step, tail
         tail(*fused)
 
 
-def critic_update(
+def critic_grad(
     st: UpdateStatics,
     s: LearnerState,
     rows: torch.Tensor,
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
-    update_target: bool,
-) -> Step:
-    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s').
-
-    Returns (scalars, writes for critic_targets(st, s, update_target), fused tail or ()).
-    """
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The critic update up to its gradient, on rows [B, width]; eps_next [B, A] samples
+    a' ~ pi(.|s'). Returns (grad, loss, q_mean, next online BN buffers, next target BN buffers),
+    the buffers as flat vectors (not yet gated)."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     with torch.no_grad():
@@ -204,26 +205,35 @@ def critic_update(
         # each with BN batch statistics (training mode).
         critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
         actions_in = torch.cat([cols["actions"], next_actions])
-
-        def critic_on_joint_batch(params: torch.Tensor, buffers: dict[str, torch.Tensor]):
-            p = param_views(st.critic_params, params, st.mm_dtype, st.gemm_align)
-            return critic_distribution(
-                p,
-                buffers,
-                critic_in,
-                actions_in,
-                st.support,
-                st.critic_spec,
-                True,
-                st.norm,
-                st.mm_dtype,
-            )
-
-        target_q, target_log_probs, target_new_b = critic_on_joint_batch(
-            s.target_params, st.critic_buffers.views(s.target_buffers)
+        # path.shared_input_stats: the input BN's batch statistics are those of this one 2B
+        # input for every member of both critics: computed once instead of four times.
+        stats = (
+            input_statistics(torch.cat([critic_in, actions_in], dim=-1))
+            if st.shared_input_stats
+            else None
         )
+
+    def critic_forward(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], spec: NetSpec):
+        return critic_distribution(
+            p,
+            b,
+            critic_in,
+            actions_in,
+            st.support,
+            spec,
+            True,
+            st.norm,
+            st.mm_dtype,
+            input_stats=stats,
+        )
+
+    def views(params: torch.Tensor) -> dict[str, torch.Tensor]:
+        return param_views(st.critic_params, params, st.mm_dtype, st.gemm_align)
+
+    @torch.no_grad()
+    def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
         next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
-        target_probs = categorical_projection(
+        return categorical_projection(
             torch.exp(next_log_probs),
             cols["rewards"] / reward_divisor,
             1.0 - cols["terminated"],  # truncations bootstrap
@@ -232,17 +242,66 @@ def critic_update(
             st.v_min,
             st.v_max,
         )
+
     critic_b = st.critic_buffers.views(s.critic_buffers)
+    target_b = st.critic_buffers.views(s.target_buffers)
+    members = st.critic_spec.members
+    if st.joint_critic_forward:
+        # path.joint_critic_forward: target and online critic as ONE 2E-member ensemble on the
+        # same 2B input (members 0..E-1 target, E..2E-1 online; every op is per member, so
+        # each member computes what it computes alone). The target half is detached: it
+        # gets no gradient, but the batched backward still spans all 2E members.
+        joint = replace(st.critic_spec, members=2 * members)
 
-    def loss_fn(critic_params: torch.Tensor):
-        q, log_probs, new_b = critic_on_joint_batch(critic_params, critic_b)
-        # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
-        loss = cross_entropy(target_probs, log_probs[:, :batch])
-        return loss, (new_b, q[:, :batch].mean())
+        def loss_fn(critic_params: torch.Tensor):
+            pt, po = views(s.target_params), views(critic_params)
+            p = {k: torch.cat([pt[k], po[k]]) for k in po}
+            b = {k: torch.cat([target_b[k], critic_b[k]]) for k in critic_b}
+            q, log_probs, new_b = critic_forward(p, b, joint)
+            target_probs = td_target(q[:members].detach(), log_probs[:members].detach())
+            loss = cross_entropy(target_probs, log_probs[members:, :batch])
+            online_b = {k: v[members:] for k, v in new_b.items()}
+            target_new_b = {k: v[:members].detach() for k, v in new_b.items()}
+            return loss, (online_b, q[members:, :batch].mean(), target_new_b)
 
-    grad, (loss, (new_b, q_mean)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
+    else:
+        with torch.no_grad():
+            target_q, target_log_probs, target_new_b = critic_forward(
+                views(s.target_params), target_b, st.critic_spec
+            )
+            target_probs = td_target(target_q, target_log_probs)
+
+        def loss_fn(critic_params: torch.Tensor):
+            q, log_probs, new_b = critic_forward(views(critic_params), critic_b, st.critic_spec)
+            # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
+            loss = cross_entropy(target_probs, log_probs[:, :batch])
+            return loss, (new_b, q[:, :batch].mean(), target_new_b)
+
+    grad, (loss, (new_b, q_mean, target_new_b)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
         s.critic_params
     )
+    return (
+        grad,
+        loss,
+        q_mean,
+        pack(st.critic_buffers, new_b),
+        pack(st.critic_buffers, target_new_b),
+    )
+
+
+def critic_update(
+    st: UpdateStatics,
+    s: LearnerState,
+    rows: torch.Tensor,
+    eps_next: torch.Tensor,
+    reward_divisor: torch.Tensor,
+    update_target: bool,
+) -> Step:
+    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s').
+
+    Returns (scalars, writes for critic_targets(st, s, update_target), fused tail or ()).
+    """
+    grad, loss, q_mean, new_b, target_new_b = critic_grad(st, s, rows, eps_next, reward_divisor)
     ok = is_finite(loss, grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
     target = s.target_params if update_target else None
@@ -250,8 +309,8 @@ def critic_update(
         st, st.critic_projector, s.critic_params, grad, s.critic_adam, target, lr, ok
     )
     buffers = (
-        torch.where(ok, pack(st.critic_buffers, new_b), s.critic_buffers),
-        torch.where(ok, pack(st.critic_buffers, target_new_b), s.target_buffers),
+        torch.where(ok, new_b, s.critic_buffers),
+        torch.where(ok, target_new_b, s.target_buffers),
     )
     out = ScalarWriter(s.scalars)
     out.set("critic.adam.step", step)

@@ -4,9 +4,10 @@
 #   A. correctness, four processes side by side (own Inductor/Triton caches, so no process
 #      reads another's autotuning; timings do not matter here):
 #      GPU tests of the learner (-m gpu: graph trees record once / never skip, fused tail,
-#      cudagraph == compile); bf16 numerics vs the fp32 oracle with the defaults and with
-#      fused_optimizer + inductor_cudagraphs; 1000-replay stability (defaults B=2048 u8, then
-#      fused_optimizer B=256 u8);
+#      cudagraph == compile); bf16 numerics vs the fp32 oracle with the defaults and with every
+#      new option at once (fused_optimizer, inductor_cudagraphs, joint_critic_forward,
+#      shared_input_stats); 1000-replay stability (defaults B=2048 u8, then fused_optimizer
+#      B=256 u8);
 #   B. alone on the GPU: learner cycle side by side, B=256 u2/u8 and B=2048 u8, compile and
 #      cudagraph, defaults vs each new option vs Inductor graph trees on the compile path, with
 #      unilab-rl; kernel profiles of the B=256 u8 cycle (defaults, fused_optimizer); then the
@@ -18,8 +19,9 @@ source scripts/device/setup.sh
 exec > >(tee -a "$OUT/part2.log") 2>&1
 DEADLINE=${1:-540}
 W=/tmp/part2; mkdir -p $W/logs
-OPTS=fused_optimizer=true,inductor_cudagraphs=true
-ALL=fused_optimizer=true,inductor_cudagraphs=true,compile_rng=true,projection_gather=true
+NEW=joint_critic_forward=true,shared_input_stats=true
+OPTS=fused_optimizer=true,inductor_cudagraphs=true,$NEW  # every new option at once
+ALL=$OPTS,compile_rng=true,projection_gather=true  # ... and the two levers of issue 5
 left() { echo $((DEADLINE - SECONDS)); }
 cache() {  # cache NAME: this process's own Inductor / Triton caches
   export TORCHINDUCTOR_CACHE_DIR=/tmp/ind_$1 TRITON_CACHE_DIR=/tmp/tri_$1
@@ -62,7 +64,8 @@ grep -h -E "FAIL|REPLAY|Error" $W/logs/stability.log
 # B=2048 base row's cold start is a cold compile.
 cache numerics
 V256="base;fused_optimizer=true;functional_steps=false;inductor_cudagraphs=true;$OPTS"
-V256="$V256;functional_steps=false,inductor_cudagraphs=true;$ALL"
+V256="$V256;$ALL;joint_critic_forward=true;shared_input_stats=true"
+V256="$V256;functional_steps=false,inductor_cudagraphs=true"
 step bench256 150 python3 scripts/bench_learner.py --device cuda --dtype bfloat16 \
   --batch-sizes 256 --updates 2,8 --paths compile,cudagraph --path-variants "$V256" \
   --reference unilab-rl --reference-configs 256x2,256x8 --deadline-s $(($(left) - 200)) \
