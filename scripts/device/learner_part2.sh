@@ -23,6 +23,7 @@ NEW=joint_critic_forward=true,shared_input_stats=true
 OPTS=fused_optimizer=true,inductor_cudagraphs=true,$NEW  # every new option at once
 ALL=$OPTS,compile_rng=true,projection_gather=true  # ... and the two levers of issue 5
 left() { echo $((DEADLINE - SECONDS)); }
+dl() { local d=$(($(left) - $1)); echo $((d > 30 ? d : 30)); }  # seconds until RESERVE is left
 cache() {  # cache NAME: this process's own Inductor / Triton caches
   export TORCHINDUCTOR_CACHE_DIR=/tmp/ind_$1 TRITON_CACHE_DIR=/tmp/tri_$1
 }
@@ -66,21 +67,23 @@ cache numerics
 V256="base;fused_optimizer=true;functional_steps=false;inductor_cudagraphs=true;$OPTS"
 V256="$V256;$ALL;joint_critic_forward=true;shared_input_stats=true"
 V256="$V256;functional_steps=false,inductor_cudagraphs=true"
-step bench256 150 python3 scripts/bench_learner.py --device cuda --dtype bfloat16 \
-  --batch-sizes 256 --updates 2,8 --paths compile,cudagraph --path-variants "$V256" \
-  --reference unilab-rl --reference-configs 256x2,256x8 --deadline-s $(($(left) - 200)) \
-  --output $W/bench256.json
-grep -v -i warn $W/logs/bench256.log | tail -n 22
-step bench2048 90 python3 scripts/bench_learner.py --device cuda --dtype bfloat16 \
-  --batch-sizes 2048 --updates 8 --paths compile,cudagraph \
-  --path-variants "base;fused_optimizer=true;inductor_cudagraphs=true;$ALL" \
-  --reference unilab-rl --reference-configs 2048x8 --deadline-s $(($(left) - 120)) \
-  --output $W/bench2048.json
-grep -v -i warn $W/logs/bench2048.log | tail -n 10
+bench() {  # bench NAME NEED_S RESERVE_S ARGS...: new configurations start until RESERVE_S is left
+  local name=$1 need=$2 reserve=$3; shift 3
+  step $name $need python3 scripts/bench_learner.py --device cuda --dtype bfloat16 \
+    --paths compile,cudagraph --reference unilab-rl --deadline-s $(dl $reserve) "$@" \
+    --output $W/$name.json
+  grep -v -i warn $W/logs/$name.log | grep -E "^ +(ours|unilab)|failed|skipped|Error" | tail -n 24
+}
+bench bench256_u8 120 200 --batch-sizes 256 --updates 8 --path-variants "$V256" \
+  --reference-configs 256x8
+bench bench2048_u8 70 130 --batch-sizes 2048 --updates 8 --reference-configs 2048x8 \
+  --path-variants "base;fused_optimizer=true;inductor_cudagraphs=true;$ALL"
+bench bench256_u2 50 90 --batch-sizes 256 --updates 2 --reference-configs 256x2 \
+  --path-variants "base;inductor_cudagraphs=true;$OPTS;$ALL"
 python3 - $W $OUT/h200_learner_part2.json <<'PY'
 import json, sys, pathlib
 rows = []
-for name in ("bench256.json", "bench2048.json"):
+for name in ("bench256_u8.json", "bench2048_u8.json", "bench256_u2.json"):
     p = pathlib.Path(sys.argv[1]) / name
     rows += json.loads(p.read_text()) if p.exists() else []
 pathlib.Path(sys.argv[2]).write_text(json.dumps(rows, indent=2) + "\n")
@@ -92,7 +95,7 @@ step profile_fused 40 python3 scripts/profile_cycle.py --batch-size 256 --update
   --output $W/profile_b256_u8_fused.json
 grep -h -E "^B=" $W/logs/profile.log $W/logs/profile_fused.log
 step scaling 60 python3 scripts/bench_learner.py --device cuda --dtype bfloat16 --scaling \
-  --cycles 30 --warmup 5 --deadline-s $(($(left) - 60)) \
+  --cycles 30 --warmup 5 --deadline-s $(dl 60) \
   --output $OUT/h200_learner_scaling.json --plot $W/h200_learner_scaling.png
 grep -v -i warn $W/logs/scaling.log | tail -n 8
 
