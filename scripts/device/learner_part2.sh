@@ -72,7 +72,7 @@ bench() {  # bench NAME NEED_S RESERVE_S ARGS...: new configurations start until
   step $name $need python3 scripts/bench_learner.py --device cuda --dtype bfloat16 \
     --paths compile,cudagraph --reference unilab-rl --deadline-s $(dl $reserve) "$@" \
     --output $W/$name.json
-  grep -v -i warn $W/logs/$name.log | grep -E "^ +(ours|unilab)|failed|skipped|Error" | tail -n 24
+  grep -s -v -i warn $W/logs/$name.log | grep -E "^ *(ours|unilab)|failed|skipped|Error" | tail -n 24
 }
 bench bench256_u8 120 200 --batch-sizes 256 --updates 8 --path-variants "$V256" \
   --reference-configs 256x8
@@ -93,11 +93,11 @@ step profile 40 python3 scripts/profile_cycle.py --batch-size 256 --updates 8 --
 step profile_fused 40 python3 scripts/profile_cycle.py --batch-size 256 --updates 8 \
   --path cudagraph --top 15 --path-options fused_optimizer=true \
   --output $W/profile_b256_u8_fused.json
-grep -h -E "^B=" $W/logs/profile.log $W/logs/profile_fused.log
+grep -s -h -E "^B=" $W/logs/profile.log $W/logs/profile_fused.log
 step scaling 60 python3 scripts/bench_learner.py --device cuda --dtype bfloat16 --scaling \
   --cycles 30 --warmup 5 --deadline-s $(dl 60) \
   --output $OUT/h200_learner_scaling.json --plot $W/h200_learner_scaling.png
-grep -v -i warn $W/logs/scaling.log | tail -n 8
+grep -s -v -i warn $W/logs/scaling.log | tail -n 8
 
 # ---- summary -------------------------------------------------------------------------------
 python3 scripts/device/part2_summary.py $W $OUT
