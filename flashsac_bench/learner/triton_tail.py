@@ -13,9 +13,12 @@ torch at fp32 rounding: the row sum of squares is a tree reduction (torch's orde
 the GPU compiler may contract a multiply-add into one FMA (as Inductor's kernels do). Both move
 results by a few ulps; tests/learner/test_optimizer_tail.py states the bound.
 
-Registered as the custom op `torch.ops.flashsac.optimizer_tail` (torch.library.triton_op), so
-Inductor can also call it from inside a compiled graph; the learner calls it right after the
-compiled step (inside the cudagraph path's capture).
+Registered as the custom op `torch.ops.flashsac.optimizer_tail` (torch.library.triton_op): one
+opaque, capturable op. The learner calls it eagerly right after the compiled step, so it is
+also recorded in the cudagraph path's capture. Calling it from INSIDE a compiled graph is not
+done and not tested: torch's traced Triton launch does not accept the `enable_fp_fusion`
+launch option used here (it would be taken for a kernel argument), and Triton's CPU
+interpreter cannot be traced at all, so that route could not be checked on the CPU.
 """
 
 # No `from __future__ import annotations` here: torch.library infers the custom op's schema
