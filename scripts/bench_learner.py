@@ -7,6 +7,15 @@
 
 Rows are appended to --output (a JSON list) as they finish, so a cut-off run keeps its rows.
 Ratios are printed only between rows measured in this process.
+
+Batch-size scaling (issue 13): u8 at B = 256 ... 8192, ours compile + cudagraph and unilab-rl,
+one process, rows + a log-log plot (the plot needs matplotlib; without it, make the plot later
+from the rows with --plot-from):
+
+  python scripts/bench_learner.py --scaling --cycles 30 --deadline-s 300 \
+      --output docs/results/h200_learner_scaling.json --plot docs/results/h200_learner_scaling.png
+  python scripts/bench_learner.py --plot-from docs/results/h200_learner_scaling.json \
+      --plot docs/results/h200_learner_scaling.png
 """
 
 from __future__ import annotations
@@ -16,11 +25,12 @@ import datetime as dt
 import json
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import torch
 
-from flashsac_bench.harness.learner_bench import time_ours, time_unilab
+from flashsac_bench.harness.learner_bench import plot_scaling, time_ours, time_unilab
 from flashsac_bench.harness.synthetic import Setup, parse_options
 
 
@@ -62,7 +72,40 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--tiny", action="store_true", help="small networks (CPU smoke test)")
     ap.add_argument("--output", type=Path, default=None)
+    ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="preset: --batch-sizes 256,1024,2048,4096,8192 --updates 8 --paths compile,cudagraph "
+        "--reference unilab-rl --reference-configs all",
+    )
+    ap.add_argument(
+        "--deadline-s",
+        type=float,
+        default=0.0,
+        help="start no new configuration of ours after this many seconds (0: no limit); the "
+        "reference of a (B, u) still runs once its first variant has",
+    )
+    ap.add_argument("--plot", type=Path, default=None, help="PNG: median ms vs batch size")
+    ap.add_argument("--plot-from", type=Path, default=None, help="rows JSON: only make --plot")
     args = ap.parse_args(argv)
+    if args.plot_from:
+        if not args.plot:
+            ap.error("--plot-from needs --plot")
+        plot_scaling(json.loads(args.plot_from.read_text()), args.plot)
+        print(f"wrote {args.plot}")
+        return 0
+    if args.scaling:
+        args.batch_sizes, args.updates = "256,1024,2048,4096,8192", "8"
+        args.paths = "compile,cudagraph"
+        args.reference, args.reference_configs = "unilab-rl", "all"
+    start = time.perf_counter()
+
+    def out_of_time(what: str) -> bool:
+        late = args.deadline_s > 0 and time.perf_counter() - start > args.deadline_s
+        if late:
+            print(f"skipped (deadline {args.deadline_s:.0f} s): {what}", flush=True)
+        return late
+
     torch.set_float32_matmul_precision(args.matmul_precision)
     command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
     meta = {
@@ -114,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
-            for align, options in configs:
+            timed: set = set()  # (align, path, options that matter on that path)
+            wanted = ref_configs is None or f"{b}x{u}" in ref_configs
+            for i, (align, options) in enumerate(configs):
                 setup = Setup(
                     batch_size=b,
                     updates_per_step=u,
@@ -127,17 +172,24 @@ def main(argv: list[str] | None = None) -> int:
                     path_options=options,
                 )
                 for path in args.paths.split(","):
+                    key = (align, path, _relevant(path, options))
+                    if key in timed or out_of_time(f"{path} B={b} u{u} {options}"):
+                        continue  # a repeat (compile-only options on another path) or too late
+                    timed.add(key)
                     cycles = args.eager_cycles if path == "eager" else args.cycles
-                    del last  # one learner (and its compiled graphs) alive at a time
+                    last = None  # one learner (and its compiled graphs) alive at a time
                     timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
                     record("ours", path, setup, timing)
-            if args.reference == "unilab-rl" and (ref_configs is None or f"{b}x{u}" in ref_configs):
-                try:
-                    timing = time_unilab(setup, last, args.cycles, args.warmup)
-                    record("unilab-rl", "cudagraph", setup, timing)
-                except Exception as err:  # noqa: BLE001 - report and keep measuring ours
-                    print(f"unilab-rl B={b} u{u} failed: {type(err).__name__}: {err}", flush=True)
-            del last
+                # The reference right after the first variant, whatever the deadline says: the
+                # ratios need it, and --deadline-s cuts our later variants instead.
+                if i == 0 and args.reference == "unilab-rl" and wanted and last is not None:
+                    try:
+                        timing = time_unilab(setup, last, args.cycles, args.warmup)
+                        record("unilab-rl", "cudagraph", setup, timing)
+                    except Exception as err:  # noqa: BLE001 - report and keep measuring ours
+                        kind = type(err).__name__
+                        print(f"unilab-rl B={b} u{u} failed: {kind}: {err}", flush=True)
+            last = None
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
 
@@ -174,7 +226,22 @@ def main(argv: list[str] | None = None) -> int:
                     + " ".join(f"{m:10.3f}" for m in med)
                     + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x  {var}"
                 )
+    if args.plot and rows:
+        try:
+            plot_scaling(rows, args.plot)
+            print(f"wrote {args.plot}")
+        except ImportError as err:  # the H200 image has no matplotlib: plot later (--plot-from)
+            print(f"no plot ({err}); make it with --plot-from {args.output}")
     return 0
+
+
+# Options that only change the compile path: their cudagraph / eager rows would repeat base.
+_COMPILE_ONLY = {"inductor_cudagraphs"}
+
+
+def _relevant(path: str, options) -> tuple:
+    """The options that change what `path` runs (rows with equal ones would repeat)."""
+    return tuple((k, v) for k, v in options if path == "compile" or k not in _COMPILE_ONLY)
 
 
 if __name__ == "__main__":

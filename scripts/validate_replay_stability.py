@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from flashsac_bench.harness.stability import replay_stability
-from flashsac_bench.harness.synthetic import Setup
+from flashsac_bench.harness.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=None)
     ap.add_argument(
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
+    )
+    ap.add_argument(
+        "--path-options", default="", help="PathConfig fields, e.g. fused_optimizer=true"
     )
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
@@ -44,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         dtype=args.dtype,
         device="cuda",
         gemm_align=args.gemm_align,
+        path_options=parse_options(args.path_options),
     )
     report = replay_stability(setup, args.replays)
     report["argv"] = sys.argv

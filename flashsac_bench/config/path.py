@@ -7,6 +7,11 @@ from flashsac_bench.config.errors import ConfigError
 
 PATHS = ("eager", "compile", "cudagraph")
 
+# The compile path's Inductor CUDA graph trees when path.inductor_cudagraphs is left unset
+# (null): off until measured on the H200 against the plain compile path (issue 13,
+# scripts/device/learner_part2.sh); the measured winner becomes this default.
+COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA = False
+
 
 @dataclass
 class PathConfig:
@@ -16,9 +21,27 @@ class PathConfig:
     # torch.compile mode for the compile / cudagraph paths. "default" keeps cold start bounded;
     # "max-autotune*" modes are accepted but upstream's did not finish in 8.5 min on an H200.
     compile_mode: str = "default"
-    # Let Inductor wrap its own kernels in CUDA graphs (compile path only; off inside the
-    # cudagraph path's outer capture, where nested graphs are impossible).
-    inductor_cudagraphs: bool = False
+    # Let Inductor wrap its own kernels in CUDA graphs (graph trees; compile path only -- off
+    # inside the cudagraph path's outer capture, where nested graphs are impossible). null:
+    # COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA on CUDA, off on the CPU (resolved_inductor_cudagraphs).
+    inductor_cudagraphs: bool | None = None
+    # Compiled steps are pure (they return the next state; the copies into the persistent
+    # tensors run after them, outside the compiled graph): what Inductor's CUDA graphs need.
+    # false: the pre-issue-13 steps, which write the state inside the compiled graph (saves the
+    # copies on the cudagraph path; Inductor then skips its CUDA graphs on the compile path).
+    functional_steps: bool = True
+    # Adam + finite gate + weight projection + Polyak as ONE Triton kernel per network after
+    # the compiled step (learner.triton_tail; on the CPU the same math as torch ops). Off until
+    # measured on a GPU (docs/benchmarks.md).
+    fused_optimizer: bool = False
+    # The critic update's target and online critic forwards as ONE 4-member ensemble forward
+    # on their common 2B input (half the forward launches; the batched backward then spans the
+    # target members too). Same values and gradients (CPU tests). Off until measured.
+    joint_critic_forward: bool = False
+    # The input BN's batch statistics of the critic update computed once for both members of
+    # both critics (they all normalize the same 2B input). Same values (CPU tests). Off until
+    # measured.
+    shared_input_stats: bool = False
     # cudagraph path: on a capture failure warn once and run the compile path instead.
     fallback_to_compile: bool = True
     # CUDA only: Inductor's horizontal fusion of independent kernels into one launch. Measured
@@ -35,6 +58,14 @@ class PathConfig:
     projection_gather: bool = False
     # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)
+
+    def resolved_inductor_cudagraphs(self, device: str) -> bool:
+        """Whether the compile path uses Inductor's CUDA graphs on `device` ('cuda', 'cpu')."""
+        if self.name != "compile" or not str(device).startswith("cuda"):
+            return False
+        if self.inductor_cudagraphs is None:
+            return COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA
+        return self.inductor_cudagraphs
 
     def __post_init__(self) -> None:
         if self.name not in PATHS:

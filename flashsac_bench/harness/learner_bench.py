@@ -153,3 +153,48 @@ def time_unilab(setup: Setup, ours: FlashSACLearner, cycles: int, warmup: int) -
         return Timing(time_calls(one, ours.device, cycles, warmup), cold)
     finally:
         upstream.get_torch_compile_for_cuda = original
+
+
+def scaling_series(rows: list[dict]) -> tuple[int, dict[str, list[tuple[int, float]]]]:
+    """(u, {label: [(batch size, median ms), ...]}): one curve per implementation / path /
+    options, sorted by batch size, for the most common updates_per_step u among the rows."""
+    counts: dict[int, int] = {}
+    for r in rows:
+        counts[r["updates_per_step"]] = counts.get(r["updates_per_step"], 0) + 1
+    u = max(counts, key=counts.get)
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        if r["updates_per_step"] != u:
+            continue
+        opts = ",".join(f"{k}={v}" for k, v in (r.get("path_options") or {}).items())
+        name = "unilab-rl 1.4.15" if r["impl"] != "ours" else f"ours {r['path']}"
+        label = f"{name} ({opts})" if opts else name
+        series.setdefault(label, []).append((r["batch_size"], r["median_ms"]))
+    return u, {k: sorted(v) for k, v in sorted(series.items())}
+
+
+def plot_scaling(rows: list[dict], path) -> None:
+    """Log-log plot of the learner cycle's median time against the batch size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    u, series = scaling_series(rows)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, points in series.items():
+        xs, ys = zip(*points, strict=True)
+        ax.plot(xs, ys, marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    sizes = sorted({b for points in series.values() for b, _ in points})
+    ax.set_xticks(sizes, [str(b) for b in sizes])
+    ax.set_xlabel("batch size B")
+    ax.set_ylabel("median ms per update cycle")
+    meta = rows[0] if rows else {}
+    ax.set_title(f"learner cycle u{u}, {meta.get('device', '')} ({meta.get('date', '')})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -33,6 +33,37 @@ class AdamState:
         return {"exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq, "step": self.step}
 
 
+def adam_hyper(
+    lr: torch.Tensor, step: torch.Tensor, cfg: AdamConfig
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(step_size = lr / bias_correction1, sqrt(bias_correction2), next step) of one step.
+
+    The 0-d part of a step, split off so that an elementwise kernel that does the rest (the
+    fused optimizer tail, learner.optimizer_tail) reads exactly the scalars this code uses.
+    """
+    step = step + 1.0
+    bias_correction1 = 1.0 - torch.pow(cfg.beta1, step)
+    bias_correction2 = 1.0 - torch.pow(cfg.beta2, step)
+    return lr / bias_correction1, bias_correction2.sqrt(), step
+
+
+def adam_apply(
+    params: torch.Tensor,
+    grad: torch.Tensor,
+    exp_avg: torch.Tensor,
+    exp_avg_sq: torch.Tensor,
+    step_size: torch.Tensor,
+    bc2_sqrt: torch.Tensor,
+    cfg: AdamConfig,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The elementwise part: (new_params, new_exp_avg, new_exp_avg_sq), out of place."""
+    exp_avg = torch.lerp(exp_avg, grad, 1.0 - cfg.beta1)
+    exp_avg_sq = exp_avg_sq * cfg.beta2 + (1.0 - cfg.beta2) * grad * grad
+    denom = exp_avg_sq.sqrt() / bc2_sqrt + cfg.eps
+    new_params = params - step_size * exp_avg / denom
+    return new_params, exp_avg, exp_avg_sq
+
+
 def adam_candidate(
     params: torch.Tensor,
     grad: torch.Tensor,
@@ -41,13 +72,10 @@ def adam_candidate(
     cfg: AdamConfig,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(new_params, new_exp_avg, new_exp_avg_sq, new_step) of one Adam step, out of place."""
-    step = state.step + 1.0
-    exp_avg = torch.lerp(state.exp_avg, grad, 1.0 - cfg.beta1)
-    exp_avg_sq = state.exp_avg_sq * cfg.beta2 + (1.0 - cfg.beta2) * grad * grad
-    bias_correction1 = 1.0 - torch.pow(cfg.beta1, step)
-    bias_correction2 = 1.0 - torch.pow(cfg.beta2, step)
-    denom = exp_avg_sq.sqrt() / bias_correction2.sqrt() + cfg.eps
-    new_params = params - (lr / bias_correction1) * exp_avg / denom
+    step_size, bc2_sqrt, step = adam_hyper(lr, state.step, cfg)
+    new_params, exp_avg, exp_avg_sq = adam_apply(
+        params, grad, state.exp_avg, state.exp_avg_sq, step_size, bc2_sqrt, cfg
+    )
     return new_params, exp_avg, exp_avg_sq, step
 
 

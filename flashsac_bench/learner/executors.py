@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from flashsac_bench.learner.updates import actor_targets, critic_targets
+
 if TYPE_CHECKING:
     from flashsac_bench.learner.learner import FlashSACLearner
 
@@ -72,22 +74,35 @@ class CompileExecutor(EagerExecutor):
     def __init__(self, learner: FlashSACLearner, inductor_cudagraphs: bool | None = None) -> None:
         super().__init__(learner)
         path = learner.path
-        graphs = path.inductor_cudagraphs if inductor_cudagraphs is None else inductor_cudagraphs
+        graphs = (
+            path.resolved_inductor_cudagraphs(learner.device.type)
+            if inductor_cudagraphs is None
+            else inductor_cudagraphs
+        )
+        self.inductor_cudagraphs = graphs
         extra = {"combo_kernels": path.combo_kernels and learner.device.type == "cuda"}
         extra.update(path.inductor_options)
-        critic = compile_step(learner.critic_kernel, path.compile_mode, graphs, extra)
-        actor = compile_step(learner.actor_kernel, path.compile_mode, graphs, extra)
+        functional = path.functional_steps
+        critic_fn, actor_fn = (
+            (learner.critic_kernel, learner.actor_kernel)
+            if functional
+            else _writing_kernels(learner)
+        )
+        critic = compile_step(critic_fn, path.compile_mode, graphs, extra)
+        actor = compile_step(actor_fn, path.compile_mode, graphs, extra)
+        if graphs:
+            mark_static_inputs(learner)
         if path.compile_rng:
             learner.state.rng.compile_hash()
-        scalars = learner.state.scalars
+        written = not functional
 
-        # The compiled kernels return the next scalar-state vector; copy it back outside the
-        # compiled graph (see learner.state.SCALARS).
+        # The compiled kernels are pure; their results are written into the state here,
+        # outside the compiled graph (updates.commit).
         def critic_step(rows, eps, divisor, update_target: bool) -> None:
-            scalars.copy_(critic(rows, eps, divisor, update_target))
+            learner.critic_commit(critic(rows, eps, divisor, update_target), update_target, written)
 
         def actor_step(rows, eps) -> None:
-            scalars.copy_(actor(rows, eps))
+            learner.actor_commit(actor(rows, eps), written)
 
         self._critic, self._actor = critic_step, actor_step
         self._warm = False
@@ -174,6 +189,39 @@ class CudaGraphExecutor(CompileExecutor):
             self.learner.cycle(*self.steps())
         else:
             self.graph.replay()
+
+
+def _writing_kernels(learner: FlashSACLearner) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """path.functional_steps=false: kernels that write their tensor results into the state
+    inside the compiled graph (the code before issue 13); the scalars still go out (SCALARS)."""
+    st, s = learner.statics, learner.state
+
+    def write(dsts: list[torch.Tensor], step):
+        scalars, writes, fused = step
+        for dst, new in zip(dsts, writes, strict=True):
+            dst.copy_(new)
+        return scalars, (), fused
+
+    def critic(rows, eps, divisor, update_target: bool):
+        step = learner.critic_kernel(rows, eps, divisor, update_target)
+        return write(critic_targets(st, s, update_target), step)
+
+    def actor(rows, eps):
+        return write(actor_targets(st, s), learner.actor_kernel(rows, eps))
+
+    return critic, actor
+
+
+def mark_static_inputs(learner: FlashSACLearner) -> None:
+    """Tell Dynamo that every state / statics tensor keeps its address across calls: Inductor's
+    CUDA graph trees then read them in place instead of copying each into the graph's own
+    input buffers on every replay (the state never moves: learner.state)."""
+    st = learner.statics
+    tensors = list(learner.state.tensors().values()) + [learner.state.scalars, st.support]
+    for projector in (st.actor_projector, st.critic_projector):
+        tensors += projector.tensors()
+    for t in tensors:
+        torch._dynamo.mark_static_address(t, guard=False)
 
 
 def _synchronize(device: torch.device) -> None:

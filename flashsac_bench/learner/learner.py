@@ -21,13 +21,22 @@ from flashsac_bench.learner.networks import (
     critic_layouts,
     temperature_layout,
 )
+from flashsac_bench.learner.optimizer_tail import OptimizerTail
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import ReplayRing, RowLayout
 from flashsac_bench.learner.reward_normalizer import RewardNormalizer
 from flashsac_bench.learner.rng import CounterRNG
 from flashsac_bench.learner.schedule import LRSchedule
 from flashsac_bench.learner.state import METRICS, METRICS_OFFSET, NUM_SCALARS, LearnerState, M, S
-from flashsac_bench.learner.updates import UpdateStatics, actor_update, critic_update
+from flashsac_bench.learner.updates import (
+    Step,
+    UpdateStatics,
+    actor_targets,
+    actor_update,
+    commit,
+    critic_targets,
+    critic_update,
+)
 
 STATE_FORMAT = 1
 
@@ -146,7 +155,17 @@ class FlashSACLearner:
             ),
             mm_dtype=_DTYPES[self.dtype],
             gemm_align=self.gemm_align,
+            fused_tail=self.path.fused_optimizer,
+            joint_critic_forward=self.path.joint_critic_forward,
+            shared_input_stats=self.path.shared_input_stats,
         )
+        if self.path.fused_optimizer:
+            # ONE Triton kernel per network on CUDA; the same math as torch ops elsewhere.
+            backend = "triton" if dev.type == "cuda" else "torch"
+            self.tails = {
+                name: OptimizerTail(proj, statics.adam, statics.tau, dev, backend)
+                for name, proj in (("critic", critic_proj), ("actor", actor_proj))
+            }
         rng = CounterRNG(seed, dev)
         scalars = torch.zeros(NUM_SCALARS, dtype=torch.float32, device=dev)
         scalars[S["temperature.log_temp"]] = flats["log_temp"][0]
@@ -183,19 +202,43 @@ class FlashSACLearner:
         return statics, state
 
     # ------------------------------------------------------------------ the update
-    # *_kernel: the compile targets (return the next scalar-state vector);
-    # *_step: what a cycle calls (kernel, then one copy of that vector into the state).
-    def critic_kernel(self, rows, eps_next, divisor, update_target: bool) -> torch.Tensor:
+    # *_kernel: the compile targets (pure: they return the update's results, see updates.py);
+    # *_commit: writes those results into the state; *_step: what a cycle calls (both).
+    def critic_kernel(self, rows, eps_next, divisor, update_target: bool) -> Step:
         return critic_update(self.statics, self.state, rows, eps_next, divisor, update_target)
 
-    def actor_kernel(self, rows, eps) -> torch.Tensor:
+    def actor_kernel(self, rows, eps) -> Step:
         return actor_update(self.statics, self.state, rows, eps)
 
+    def critic_commit(self, step: Step, update_target: bool, written: bool = False) -> None:
+        """`written`: the writes were already applied (path.functional_steps=false)."""
+        s = self.state
+        dsts = [] if written else critic_targets(self.statics, s, update_target)
+
+        def tail(grad: torch.Tensor, hyper: torch.Tensor) -> None:
+            adam, target = s.critic_adam, s.target_params if update_target else None
+            self.tails["critic"](
+                s.critic_params, grad, adam.exp_avg, adam.exp_avg_sq, target, hyper
+            )
+
+        commit(dsts, s.scalars, step, tail)
+
+    def actor_commit(self, step: Step, written: bool = False) -> None:
+        s = self.state
+        dsts = [] if written else actor_targets(self.statics, s)
+
+        def tail(grad: torch.Tensor, hyper: torch.Tensor) -> None:
+            adam = s.actor_adam
+            self.tails["actor"](s.actor_params, grad, adam.exp_avg, adam.exp_avg_sq, None, hyper)
+
+        commit(dsts, s.scalars, step, tail)
+
     def critic_step(self, rows, eps_next, divisor, update_target: bool) -> None:
-        self.state.scalars.copy_(self.critic_kernel(rows, eps_next, divisor, update_target))
+        step = self.critic_kernel(rows, eps_next, divisor, update_target)
+        self.critic_commit(step, update_target)
 
     def actor_step(self, rows, eps) -> None:
-        self.state.scalars.copy_(self.actor_kernel(rows, eps))
+        self.actor_commit(self.actor_kernel(rows, eps))
 
     def cycle(self, critic_step, actor_step) -> None:
         """The one update-cycle definition (see learner.cycle.run_cycle)."""

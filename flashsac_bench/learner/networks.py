@@ -142,21 +142,28 @@ def param_views(
     return out
 
 
+def input_statistics(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(biased variance, mean) of x [B, d] over the batch, keepdim: what batch_norm computes."""
+    return torch.var_mean(x, dim=-2, keepdim=True, correction=0)
+
+
 def batch_norm(
     x: torch.Tensor,
     mean_buf: torch.Tensor,
     var_buf: torch.Tensor,
     training: bool,
     norm: NormConfig,
+    stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Normalize x [..., B, d] over the batch dim (-2); buffers are [..., d]. No affine.
 
     Training: the biased batch variance normalizes; running stats move toward the unbiased one
     (F.batch_norm's convention, momentum 0.01). Eval: running stats. Returns (x_hat, mean, var)
-    with the (possibly) updated running statistics.
+    with the (possibly) updated running statistics. `stats`: the batch statistics
+    (input_statistics of the same rows), when the caller already has them.
     """
     if training:
-        var, mean = torch.var_mean(x, dim=-2, keepdim=True, correction=0)
+        var, mean = input_statistics(x) if stats is None else stats
         n = x.shape[-2]
         new_mean = torch.lerp(mean_buf, mean.squeeze(-2), norm.bn_momentum)
         new_var = torch.lerp(var_buf, var.squeeze(-2) * (n / (n - 1)), norm.bn_momentum)
@@ -192,23 +199,28 @@ def trunk(
     training: bool,
     norm: NormConfig,
     mm_dtype: torch.dtype,
+    input_stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h]."""
+    """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h].
+
+    input_stats: input_statistics(x), shared by every member's input BN (they see the same x).
+    """
     new_b: dict[str, torch.Tensor] = {}
 
-    def norm_layer(name: str, y: torch.Tensor) -> torch.Tensor:
+    def norm_layer(name: str, y: torch.Tensor, stats=None) -> torch.Tensor:
         """BN `name` (statistics, running-stat update into new_b) then its affine."""
         y_hat, new_b[f"{name}.mean"], new_b[f"{name}.var"] = batch_norm(
-            y, b[f"{name}.mean"], b[f"{name}.var"], training, norm
+            y, b[f"{name}.mean"], b[f"{name}.var"], training, norm, stats
         )
         return bn_affine(y_hat, p[name])
 
     if spec.members:
-        # Every member sees the same input; its statistics are computed per member anyway, so
-        # that each running-stat element is written from its own old value only.
+        # Every member sees the same input; its statistics are computed per member (unless the
+        # caller shares them, path.shared_input_stats); each running-stat element is still
+        # written from its own old value only.
         x = x.unsqueeze(0).expand(spec.members, *x.shape)
     hid, inner = spec.hidden, spec.hidden * spec.expansion
-    h = _linear(norm_layer("embed.bn", x), p["embed.w"], mm_dtype, hid)
+    h = _linear(norm_layer("embed.bn", x, input_stats), p["embed.w"], mm_dtype, hid)
     for i in range(spec.num_blocks):
         y = norm_layer(f"block{i}.bn1", _linear(h, p[f"block{i}.w1"], mm_dtype, inner))
         y = norm_layer(f"block{i}.bn2", _linear(torch.relu(y), p[f"block{i}.w2"], mm_dtype, hid))
@@ -283,9 +295,13 @@ def critic_distribution(
     training: bool,
     norm: NormConfig,
     mm_dtype: torch.dtype,
+    input_stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers."""
-    h, new_b = trunk(p, b, torch.cat([critic_obs, actions], dim=-1), spec, training, norm, mm_dtype)
+    """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers.
+
+    input_stats: input_statistics of cat(critic_obs, actions), if the caller computed them."""
+    x = torch.cat([critic_obs, actions], dim=-1)
+    h, new_b = trunk(p, b, x, spec, training, norm, mm_dtype, input_stats)
     logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
     log_probs = torch.log_softmax(logits, dim=-1)
     q = (torch.exp(log_probs) * support).sum(-1)

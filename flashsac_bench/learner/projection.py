@@ -93,6 +93,11 @@ class Projector:
             self.row_index = self._row_index().to(device)
             self._one = torch.ones(1, dtype=torch.float32, device=device)
 
+    def tensors(self) -> list[torch.Tensor]:
+        """The constant device tensors the projection reads (for static-address marking)."""
+        out = [t for g in self.groups for t in (g.numer, g.inner_eps, g.floor)]
+        return out + ([self.row_index, self._one] if self.gather else [])
+
     def _row_index(self) -> torch.Tensor:
         """Element -> row of the factor vector [rows of group 0, rows of group 1, ..., 1.0]."""
         row = torch.full((self.numel,), sum(len(g.numer) for g in self.groups), dtype=torch.int32)

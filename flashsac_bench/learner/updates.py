@@ -1,6 +1,6 @@
 """One critic update and one actor(+temperature) update: THE definition every path executes.
 
-Both are plain functions of (statics, state, batch rows, noise): eager runs them as is, the
+Both are pure functions of (statics, state, batch rows, noise): eager runs them as is, the
 compile path wraps them in torch.compile (forward, backward, Adam, projection and Polyak in one
 Inductor graph), the cudagraph path captures a whole cycle of calls. Gradients come from
 torch.func.grad_and_value w.r.t. ONE flat parameter vector; in the actor update the critic's
@@ -8,18 +8,23 @@ parameters are plain inputs, so no critic weight gradient is ever formed. Every 
 by an on-device finite flag (loss and gradient), so a non-finite step leaves weights, buffers,
 optimizer state and target untouched -- without a host `if`.
 
-Large tensors are updated in place, each element from its own old value only. The small scalar
-state (step counters, temperature, metrics) is never written here: each update returns the
-next `scalars` vector and the caller copies it (see learner.state.SCALARS for why).
+Nothing is written here. An update returns `(scalars, writes, tail)`: the next scalar-state
+vector, the gated next values of the tensors `critic_targets` / `actor_targets` name (in that
+order), and -- with the fused optimizer tail (path.fused_optimizer) -- `(grad, hyper)`, which
+`learner.optimizer_tail` applies to parameters, Adam moments and target in place. `commit`
+does the writing, after (outside) the compiled step: a compiled graph that mutates its inputs
+makes Inductor skip its CUDA graphs, and a compiled in-place write of a broadcast-read scalar
+raced on the H200 (learner.state.SCALARS). Every element is written from its own old value
+only, so the order of the commits within one update does not matter.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from flashsac_bench.learner.adam import AdamConfig, AdamState, adam_candidate, is_finite
+from flashsac_bench.learner.adam import AdamConfig, AdamState, adam_candidate, adam_hyper, is_finite
 from flashsac_bench.learner.distributional import (
     categorical_projection,
     cross_entropy,
@@ -32,9 +37,11 @@ from flashsac_bench.learner.networks import (
     actor_mean_log_std,
     actor_policy,
     critic_distribution,
+    input_statistics,
     param_views,
     tanh_normal_sample,
 )
+from flashsac_bench.learner.optimizer_tail import make_hyper, tail_candidate
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.learner.schedule import LRSchedule
@@ -66,15 +73,15 @@ class UpdateStatics:
     target_entropy: float
     mm_dtype: torch.dtype
     gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
+    # Return (grad, hyper) for the fused optimizer tail instead of the tail's results.
+    fused_tail: bool = False
+    joint_critic_forward: bool = False  # path.joint_critic_forward (critic_grad)
+    shared_input_stats: bool = False  # path.shared_input_stats (critic_grad)
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
     """Inverse of Layout.views: the flat vector holding `values` (all entries required)."""
     return torch.cat([values[name].reshape(-1) for name in layout.entries])
-
-
-def _gated_write(dst: torch.Tensor, new: torch.Tensor, ok: torch.Tensor) -> None:
-    dst.copy_(torch.where(ok, new, dst))
 
 
 class ScalarWriter:
@@ -97,33 +104,86 @@ class ScalarWriter:
         return torch.stack(self.parts)
 
 
-def _gated_adam(
+Step = tuple[torch.Tensor, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
+
+
+def critic_targets(st: UpdateStatics, s: LearnerState, update_target: bool) -> list[torch.Tensor]:
+    """The state tensors a critic update's `writes` are the next values of, in order."""
+    if st.fused_tail:
+        return [s.critic_buffers, s.target_buffers]
+    big = [s.critic_params, s.critic_adam.exp_avg, s.critic_adam.exp_avg_sq]
+    return (
+        big
+        + ([s.target_params] if update_target else [])
+        + [
+            s.critic_buffers,
+            s.target_buffers,
+        ]
+    )
+
+
+def actor_targets(st: UpdateStatics, s: LearnerState) -> list[torch.Tensor]:
+    """The state tensors an actor update's `writes` are the next values of, in order."""
+    if st.fused_tail:
+        return [s.actor_buffers]
+    return [s.actor_params, s.actor_adam.exp_avg, s.actor_adam.exp_avg_sq, s.actor_buffers]
+
+
+def _optimizer_tail(
+    st: UpdateStatics,
+    projector: Projector,
     params: torch.Tensor,
     grad: torch.Tensor,
     adam: AdamState,
+    target: torch.Tensor | None,
     lr: torch.Tensor,
     ok: torch.Tensor,
-    st: UpdateStatics,
-    projector: Projector,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Adam step + projection written in place where ok; returns (new params, next step)."""
-    new_params, exp_avg, exp_avg_sq, step = adam_candidate(params, grad, adam, lr, st.adam)
-    new_params = projector(new_params)
-    _gated_write(params, new_params, ok)
-    _gated_write(adam.exp_avg, exp_avg, ok)
-    _gated_write(adam.exp_avg_sq, exp_avg_sq, ok)
-    return new_params, torch.where(ok, step, adam.step)
+) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], torch.Tensor]:
+    """(gated next params, m, v[, target]) or, fused, (grad, hyper) to apply later; next step."""
+    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, st.adam)
+    next_step = torch.where(ok, step, adam.step)
+    if st.fused_tail:
+        return (), (grad, make_hyper(step_size, bc2_sqrt, ok)), next_step
+    new = tail_candidate(
+        projector,
+        st.adam,
+        st.tau,
+        params,
+        grad,
+        adam.exp_avg,
+        adam.exp_avg_sq,
+        target,
+        step_size,
+        bc2_sqrt,
+        ok,
+    )
+    return new, (), next_step
 
 
-def critic_update(
+def commit(dsts: list[torch.Tensor], scalars_dst: torch.Tensor, step: Step, tail=None) -> None:
+    """Write one update's results into the state (outside any compiled region).
+
+    `tail(grad, hyper)` applies the fused optimizer tail when the update returned one.
+    """
+    scalars, writes, fused = step
+    if len(writes) != len(dsts):
+        raise RuntimeError(f"update returned {len(writes)} writes for {len(dsts)} targets")
+    # One multi-tensor copy for everything (ONE launch on CUDA).
+    torch._foreach_copy_([*dsts, scalars_dst], [*writes, scalars])
+    if fused:
+        tail(*fused)
+
+
+def critic_grad(
     st: UpdateStatics,
     s: LearnerState,
     rows: torch.Tensor,
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
-    update_target: bool,
-) -> torch.Tensor:
-    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s')."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The critic update up to its gradient, on rows [B, width]; eps_next [B, A] samples
+    a' ~ pi(.|s'). Returns (grad, loss, q_mean, next online BN buffers, next target BN buffers),
+    the buffers as flat vectors (not yet gated)."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     with torch.no_grad():
@@ -145,26 +205,35 @@ def critic_update(
         # each with BN batch statistics (training mode).
         critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
         actions_in = torch.cat([cols["actions"], next_actions])
-
-        def critic_on_joint_batch(params: torch.Tensor, buffers: dict[str, torch.Tensor]):
-            p = param_views(st.critic_params, params, st.mm_dtype, st.gemm_align)
-            return critic_distribution(
-                p,
-                buffers,
-                critic_in,
-                actions_in,
-                st.support,
-                st.critic_spec,
-                True,
-                st.norm,
-                st.mm_dtype,
-            )
-
-        target_q, target_log_probs, target_new_b = critic_on_joint_batch(
-            s.target_params, st.critic_buffers.views(s.target_buffers)
+        # path.shared_input_stats: the input BN's batch statistics are those of this one 2B
+        # input for every member of both critics: computed once instead of four times.
+        stats = (
+            input_statistics(torch.cat([critic_in, actions_in], dim=-1))
+            if st.shared_input_stats
+            else None
         )
+
+    def critic_forward(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], spec: NetSpec):
+        return critic_distribution(
+            p,
+            b,
+            critic_in,
+            actions_in,
+            st.support,
+            spec,
+            True,
+            st.norm,
+            st.mm_dtype,
+            input_stats=stats,
+        )
+
+    def views(params: torch.Tensor) -> dict[str, torch.Tensor]:
+        return param_views(st.critic_params, params, st.mm_dtype, st.gemm_align)
+
+    @torch.no_grad()
+    def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
         next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
-        target_probs = categorical_projection(
+        return categorical_projection(
             torch.exp(next_log_probs),
             cols["rewards"] / reward_divisor,
             1.0 - cols["terminated"],  # truncations bootstrap
@@ -173,27 +242,76 @@ def critic_update(
             st.v_min,
             st.v_max,
         )
+
     critic_b = st.critic_buffers.views(s.critic_buffers)
+    target_b = st.critic_buffers.views(s.target_buffers)
+    members = st.critic_spec.members
+    if st.joint_critic_forward:
+        # path.joint_critic_forward: target and online critic as ONE 2E-member ensemble on the
+        # same 2B input (members 0..E-1 target, E..2E-1 online; every op is per member, so
+        # each member computes what it computes alone). The target half is detached: it
+        # gets no gradient, but the batched backward still spans all 2E members.
+        joint = replace(st.critic_spec, members=2 * members)
 
-    def loss_fn(critic_params: torch.Tensor):
-        q, log_probs, new_b = critic_on_joint_batch(critic_params, critic_b)
-        # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
-        loss = cross_entropy(target_probs, log_probs[:, :batch])
-        return loss, (new_b, q[:, :batch].mean())
+        def loss_fn(critic_params: torch.Tensor):
+            pt, po = views(s.target_params), views(critic_params)
+            p = {k: torch.cat([pt[k], po[k]]) for k in po}
+            b = {k: torch.cat([target_b[k], critic_b[k]]) for k in critic_b}
+            q, log_probs, new_b = critic_forward(p, b, joint)
+            target_probs = td_target(q[:members].detach(), log_probs[:members].detach())
+            loss = cross_entropy(target_probs, log_probs[members:, :batch])
+            online_b = {k: v[members:] for k, v in new_b.items()}
+            target_new_b = {k: v[:members].detach() for k, v in new_b.items()}
+            return loss, (online_b, q[members:, :batch].mean(), target_new_b)
 
-    grad, (loss, (new_b, q_mean)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
+    else:
+        with torch.no_grad():
+            target_q, target_log_probs, target_new_b = critic_forward(
+                views(s.target_params), target_b, st.critic_spec
+            )
+            target_probs = td_target(target_q, target_log_probs)
+
+        def loss_fn(critic_params: torch.Tensor):
+            q, log_probs, new_b = critic_forward(views(critic_params), critic_b, st.critic_spec)
+            # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
+            loss = cross_entropy(target_probs, log_probs[:, :batch])
+            return loss, (new_b, q[:, :batch].mean(), target_new_b)
+
+    grad, (loss, (new_b, q_mean, target_new_b)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
         s.critic_params
     )
+    return (
+        grad,
+        loss,
+        q_mean,
+        pack(st.critic_buffers, new_b),
+        pack(st.critic_buffers, target_new_b),
+    )
+
+
+def critic_update(
+    st: UpdateStatics,
+    s: LearnerState,
+    rows: torch.Tensor,
+    eps_next: torch.Tensor,
+    reward_divisor: torch.Tensor,
+    update_target: bool,
+) -> Step:
+    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s').
+
+    Returns (scalars, writes for critic_targets(st, s, update_target), fused tail or ()).
+    """
+    grad, loss, q_mean, new_b, target_new_b = critic_grad(st, s, rows, eps_next, reward_divisor)
     ok = is_finite(loss, grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
-    new_params, step = _gated_adam(
-        s.critic_params, grad, s.critic_adam, lr, ok, st, st.critic_projector
+    target = s.target_params if update_target else None
+    tail, fused, step = _optimizer_tail(
+        st, st.critic_projector, s.critic_params, grad, s.critic_adam, target, lr, ok
     )
-    _gated_write(s.critic_buffers, pack(st.critic_buffers, new_b), ok)
-    _gated_write(s.target_buffers, pack(st.critic_buffers, target_new_b), ok)
-    if update_target:
-        # Polyak on parameters only (BN running buffers are not averaged).
-        _gated_write(s.target_params, torch.lerp(s.target_params, new_params, st.tau), ok)
+    buffers = (
+        torch.where(ok, new_b, s.critic_buffers),
+        torch.where(ok, target_new_b, s.target_buffers),
+    )
     out = ScalarWriter(s.scalars)
     out.set("critic.adam.step", step)
     out.set("critic.sched_step", s.critic_sched_step + 1.0)
@@ -201,13 +319,14 @@ def critic_update(
     out.add_metric("q_mean", torch.where(ok, q_mean.detach(), 0.0))
     out.add_metric("critic_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("critic_lr", lr)
-    return out.build()
+    return out.build(), (*tail, *buffers), fused
 
 
-def actor_update(
-    st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor
-) -> torch.Tensor:
-    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a."""
+def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor) -> Step:
+    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a.
+
+    Returns (scalars, writes for actor_targets(st, s), fused tail or ()).
+    """
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
@@ -247,8 +366,10 @@ def actor_update(
     )
     ok = is_finite(loss, grad)
     lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
-    _, actor_step = _gated_adam(s.actor_params, grad, s.actor_adam, lr, ok, st, st.actor_projector)
-    _gated_write(s.actor_buffers, pack(st.actor_buffers, new_b), ok)
+    tail, fused, actor_step = _optimizer_tail(
+        st, st.actor_projector, s.actor_params, grad, s.actor_adam, None, lr, ok
+    )
+    buffers = torch.where(ok, pack(st.actor_buffers, new_b), s.actor_buffers)
 
     # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this step.
     entropy = entropy.detach()
@@ -277,4 +398,4 @@ def actor_update(
     out.set_metric("temperature", torch.exp(log_temp))
     out.add_metric("actor_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("actor_lr", lr)
-    return out.build()
+    return out.build(), (*tail, buffers), fused

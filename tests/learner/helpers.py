@@ -29,6 +29,7 @@ def tiny_learner(
     seed: int = 0,
     fill_steps: int = 8,
     gemm_align: int = 1,
+    path_options: dict | None = None,
     **cfg_overrides,
 ) -> FlashSACLearner:
     learner = FlashSACLearner(
@@ -38,7 +39,7 @@ def tiny_learner(
         num_envs=NUM_ENVS,
         batch_size=BATCH,
         replay_capacity=64,
-        path=PathConfig(name=path),
+        path=PathConfig(name=path, **(path_options or {})),
         seed=seed,
         gemm_align=gemm_align,
     )

@@ -24,3 +24,53 @@ def test_bench_learner_times_every_variant_side_by_side(tmp_path, capsys):
     assert all(r["impl"] == "ours" and r["cycles"] == 2 and r["median_ms"] > 0 for r in rows)
     table = capsys.readouterr().out.split("ratios within this run")[1]
     assert table.count("projection_gather=True") == 2 and table.count("base") == 2
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts/bench_learner.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_compile_only_variants_skip_other_paths_and_the_deadline_stops_new_rows(tmp_path):
+    out = tmp_path / "rows.json"
+    argv = ["--device", "cpu", "--dtype", "float32", "--tiny", "--batch-sizes", "32,64"]
+    argv += ["--updates", "2", "--paths", "eager", "--eager-cycles", "2", "--warmup", "1"]
+    argv += ["--path-variants", "base;inductor_cudagraphs=true;fused_optimizer=true"]
+    assert _bench().main([*argv, "--output", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    # inductor_cudagraphs only changes the compile path: no eager row repeats base for it.
+    assert [(r["batch_size"], r["path_options"]) for r in rows] == [
+        (32, {}),
+        (32, {"fused_optimizer": True}),
+        (64, {}),
+        (64, {"fused_optimizer": True}),
+    ]
+    late = tmp_path / "late.json"
+    assert _bench().main([*argv, "--deadline-s", "1e-9", "--output", str(late)]) == 0
+    assert not late.exists()  # every configuration started after the deadline: none ran
+
+
+def test_scaling_plot_from_rows(tmp_path):
+    from flashsac_bench.harness.learner_bench import scaling_series
+
+    rows = [
+        {"impl": i, "path": p, "batch_size": b, "updates_per_step": 8, "median_ms": m,
+         "path_options": {} if i == "ours" else None, "device": "NVIDIA H200", "date": "x"}
+        for i, p, b, m in [
+            ("ours", "cudagraph", 2048, 8.8), ("ours", "cudagraph", 256, 4.5),
+            ("ours", "compile", 256, 40.0), ("unilab-rl", "cudagraph", 256, 8.8),
+        ]
+    ] + [{"impl": "ours", "path": "eager", "batch_size": 256, "updates_per_step": 2,
+          "median_ms": 50.0, "path_options": {}}]  # fmt: skip
+    u, series = scaling_series(rows)
+    assert u == 8 and series == {
+        "ours cudagraph": [(256, 4.5), (2048, 8.8)],
+        "ours compile": [(256, 40.0)],
+        "unilab-rl 1.4.15": [(256, 8.8)],
+    }
+    src, png = tmp_path / "rows.json", tmp_path / "scaling.png"
+    src.write_text(json.dumps(rows))
+    assert _bench().main(["--plot-from", str(src), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -50,3 +50,79 @@ def test_capture_failure_warns_once_and_runs_the_compile_path(monkeypatch):
     reference = build_learner(SETUP, "compile")
     reference.update()
     assert _diff(learner, reference) <= 1e-6
+
+
+GRAPH_TREES = Setup(
+    batch_size=64,
+    updates_per_step=2,
+    num_envs=32,
+    tiny=True,
+    device="cuda",
+    path_options=(("inductor_cudagraphs", True),),
+)
+
+
+def test_compile_path_graph_trees_record_once_and_never_skip(monkeypatch):
+    """path.inductor_cudagraphs on the compile path: the pure steps get Inductor's CUDA graph
+    trees (recorded during warm-up, then only replayed: no re-recording across 100 cycles) and
+    no "skipping cudagraphs" anywhere (cudagraph_or_error turns a skip into an error)."""
+    from torch._dynamo.utils import counters
+
+    captures = [0]
+    begin = torch.cuda.CUDAGraph.capture_begin
+
+    def counting(self, *args, **kwargs):
+        captures[0] += 1
+        return begin(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "capture_begin", counting)
+    torch._dynamo.reset()
+    counters.clear()
+    strict = hasattr(torch._inductor.config.triton, "cudagraph_or_error")
+    with torch._inductor.config.patch({"triton.cudagraph_or_error": True} if strict else {}):
+        learner = build_learner(GRAPH_TREES, "compile")
+        assert learner.executor.inductor_cudagraphs
+        learner.warmup()
+        for _ in range(3):  # every step variant warmed up (1st call) and recorded (2nd)
+            learner.update()
+        torch.cuda.synchronize()
+        warm = captures[0]
+        for _ in range(100):
+            learner.update()
+        torch.cuda.synchronize()
+    assert warm >= 2, "graph trees recorded nothing: the steps ran without CUDA graphs"
+    assert captures[0] == warm, f"re-recorded at steady state: {warm} -> {captures[0]}"
+    assert counters["inductor"]["cudagraph_skips"] == 0
+    # Same numbers as the single-capture path (one artifact: same kernels on the same inputs).
+    graph = build_learner(SETUP, "cudagraph")
+    trees = build_learner(GRAPH_TREES, "compile")
+    for _ in range(5):
+        graph.update()
+        trees.update()
+    assert _diff(graph, trees) <= 1e-6
+    torch._dynamo.reset()
+
+
+FUSED = Setup(
+    batch_size=64,
+    updates_per_step=2,
+    num_envs=32,
+    tiny=True,
+    device="cuda",
+    path_options=(("fused_optimizer", True),),
+)
+
+
+def test_fused_optimizer_tail_on_every_path():
+    """path.fused_optimizer: the Triton tail runs after the compiled step on CUDA; compile and
+    cudagraph agree, and eager / unfused compute the same update to fp32 rounding."""
+    graph, comp = build_learner(FUSED, "cudagraph"), build_learner(FUSED, "compile")
+    plain = build_learner(SETUP, "compile")
+    assert graph.tails["critic"].backend == "triton"
+    for _ in range(5):
+        graph.update()
+        comp.update()
+        plain.update()
+    assert graph.executor.graph is not None
+    assert _diff(graph, comp) <= 1e-6
+    assert _diff(comp, plain) <= 1e-4
