@@ -46,6 +46,12 @@ RESUME_MAY_CHANGE: dict[str, str] = {
     "run.tensorboard": "TensorBoard scalars on / off",
     "run.summary_last": "which rows summary.json's statistics use",
     "run.skip_first": "which rows summary.json's statistics use",
+    # Every env computes the same numbers in any layout (per-env random streams, row-wise math:
+    # tests/envs/test_g1_sharded.py), and its checkpointed state is per env in env order.
+    "backend.mode": "where the envs run: worker processes or the in-process thread pool",
+    "backend.workers": "how many worker processes",
+    "backend.num_threads": "threads of the in-process pool",
+    "backend.worker_timeout_s": "when a silent worker counts as hung",
 }
 # Derived settings that must match too (the same config can resolve differently elsewhere,
 # e.g. hardware=auto on a GPU machine and on a CPU one).
