@@ -8,9 +8,9 @@ from flashsac_bench.config.errors import ConfigError
 PATHS = ("eager", "compile", "cudagraph")
 
 # The compile path's Inductor CUDA graph trees when path.inductor_cudagraphs is left unset
-# (null): off until measured on the H200 against the plain compile path (issue 13,
-# scripts/device/learner_part2.sh); the measured winner becomes this default.
-COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA = False
+# (null): on, the winner of the side-by-side on the H200 (docs/benchmarks.md, "Learner, part
+# two"); false restores the plain compiled calls.
+COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA = True
 
 
 @dataclass

@@ -230,7 +230,9 @@ class Runner:
             "policy_before_critic": c.update.policy_before_critic,
             "path": c.path.name,
             "compile_mode": c.path.compile_mode,
-            "inductor_cudagraphs": c.path.inductor_cudagraphs,
+            "inductor_cudagraphs": c.path.resolved_inductor_cudagraphs(
+                c.hardware.resolved_device()
+            ),
             "hardware": c.hardware.name,
             "device": c.hardware.resolved_device(),
             "dtype": c.hardware.resolved_dtype(),
