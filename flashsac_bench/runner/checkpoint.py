@@ -4,6 +4,11 @@ Contents: learner state (networks, target, Adam moments, schedule steps, reward 
 counter RNG, exploration noise), replay contents + cursor, env state, the collector's current
 observations / dones, episode statistics, the rows so far, and the iteration to continue at.
 Files are torch pickles (env state may hold numpy arrays); load only checkpoints you wrote.
+
+A learner-only checkpoint (`kind: learner_only`, written by `python -m flashsac_bench.convert`
+from a unilab-rl checkpoint, which has no replay or env state) holds the learner state and the
+config but `replay`, `env` and `staging` are None; a run resumed from it refills its replay
+first (runner.loop.Runner._restore).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ CHECKPOINT_FORMAT = 1
 CHECKPOINT_DIR = "checkpoints"
 # Periodic checkpoints beyond this many are pruned (oldest first); the ring makes them large.
 KEEP_LAST = 3
+LEARNER_ONLY = "learner_only"
 
 
 def checkpoint_path(run_dir: Path, iteration: int) -> Path:
@@ -63,6 +69,10 @@ def resolve_resume_path(path: str | os.PathLike[str]) -> Path:
     if not p.is_file():
         raise FileNotFoundError(f"checkpoint {p} does not exist")
     return p
+
+
+def is_learner_only(payload: dict[str, Any]) -> bool:
+    return payload.get("kind") == LEARNER_ONLY
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
