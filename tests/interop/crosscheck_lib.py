@@ -12,6 +12,7 @@ replaced by a queue of our counter-RNG noise.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import math
 import types
@@ -32,6 +33,11 @@ from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 DIMS = Dims()  # G1: obs 98, critic obs 101, actions 29 -- the sizes UniLab trains
 BATCH = 64
+# The sabotage tests run ~45 edited updates: on networks this size each takes milliseconds
+# instead of a second (the comparison code and its tolerances are the same).
+SMALL_DIMS = Dims(obs=10, critic_obs=12, action=4)
+SMALL_LEARNER = {"actor_hidden_dim": 16, "critic_hidden_dim": 32}
+SMALL_BATCH = 16
 NUM_ENVS = 16
 FILL_STEPS = 16
 WARM_CYCLES = 2  # our updates before the compared one: Adam moments, BN stats, steps non-trivial
@@ -107,21 +113,21 @@ def _plain(t: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- setup
-def make_learner(seed: int = 0) -> FlashSACLearner:
+def make_learner(seed: int = 0, small: bool = False) -> FlashSACLearner:
     """Our learner with UniLab-default hyperparameters (gamma 0.97 as in our config), filled
-    ring and reward statistics, after WARM_CYCLES updates."""
-    cfg = LearnerConfig()
+    ring and reward statistics, after WARM_CYCLES updates. G1 sizes, or SMALL_* ones."""
+    cfg = LearnerConfig(**(SMALL_LEARNER if small else {}))
     learner = FlashSACLearner(
         cfg,
         UpdateConfig(name="u1", updates_per_step=1, policy_frequency=1),
-        DIMS,
+        SMALL_DIMS if small else DIMS,
         num_envs=NUM_ENVS,
-        batch_size=BATCH,
+        batch_size=SMALL_BATCH if small else BATCH,
         replay_capacity=NUM_ENVS * FILL_STEPS,
         seed=seed,
     )
     g = torch.Generator().manual_seed(1000 + seed)
-    n, d = NUM_ENVS, DIMS
+    n, d = NUM_ENVS, learner.dims
     for _ in range(FILL_STEPS):
         rewards = torch.randn(n, generator=g) * 0.5 + 0.3
         terminated = torch.rand(n, generator=g) < 0.15
@@ -482,12 +488,13 @@ def _layout_of(learner: FlashSACLearner, key: str):
 def _state_delta_check(
     name: str, before: torch.Tensor, ours: torch.Tensor, theirs: torch.Tensor, floor: float = 0.0
 ) -> Check:
-    da, db = (ours.double() - before.double()), (theirs.double() - before.double())
+    """before / ours / theirs: float64 copies of one state tensor (or layout entry)."""
+    da, db = ours - before, theirs - before
     if not torch.isfinite(da).all():
         return Check(name, math.inf, "non-finite")
     diff = (da - db).abs().max().item()
     allowed = CROSSCHECK_RTOL * db.abs().max().item()
-    allowed += STATE_ULPS * F32_EPS * theirs.double().abs().max().item() + floor
+    allowed += STATE_ULPS * F32_EPS * theirs.abs().max().item() + floor
     err = diff / allowed if allowed > 0 else (0.0 if diff == 0 else math.inf)
     return Check(name, err, f"max|d_ours - d_unilab| {diff:.3g}, allowed {allowed:.3g}")
 
@@ -506,13 +513,12 @@ def compare(
         checks.append(Check(name, err, detail))
     for key in STATE_KEYS:
         layout = _layout_of(learner, key)
+        b, a, t = (x[key].double() for x in (before, after_ours, after_theirs))
         if layout is None:
-            checks.append(
-                _state_delta_check(f"after.{key}", before[key], after_ours[key], after_theirs[key])
-            )
+            checks.append(_state_delta_check(f"after.{key}", b, a, t))
             continue
         # Per layout entry: a wrong update of one layer shows, however small that layer is.
-        b, a, t = (layout.views(x[key]) for x in (before, after_ours, after_theirs))
+        b, a, t = (layout.views(x) for x in (b, a, t))
         for entry in layout.entries:
             floor = 0.0
             if entry.endswith(".mean"):  # the BN running-mean noise floor (see its constant)
@@ -535,3 +541,240 @@ def report(checks: list[Check]) -> str:
     return "\n".join(
         f"{'FAIL' if not c.error <= 1 else 'ok  '} {c.name}: {c.detail}" for c in checks
     )
+
+
+# ---------------------------------------------------------------------------- sabotage
+@dataclass(frozen=True)
+class Sabotage:
+    """One op of our update changed: `old` (exactly once in `module`) becomes `new`."""
+
+    name: str
+    module: str  # under flashsac_bench.learner
+    old: str
+    new: str
+
+
+SABOTAGES = (
+    # critic update (learner/updates.py)
+    Sabotage(
+        "critic_reward_scale",
+        "updates",
+        'cols["rewards"] / reward_divisor',
+        'cols["rewards"] / (reward_divisor * 1.01)',
+    ),
+    Sabotage(
+        "critic_truncation_cuts_bootstrap",
+        "updates",
+        '1.0 - cols["terminated"],',
+        '1.0 - cols["terminated"] - cols["truncated"],',
+    ),
+    Sabotage("critic_gamma", "updates", "st.gamma,\n", "st.gamma * 1.01,\n"),
+    Sabotage(
+        "critic_entropy_bonus", "updates", "alpha * next_log_prob,", "1.01 * alpha * next_log_prob,"
+    ),
+    Sabotage("critic_next_action_from_obs", "updates", 'cols["next_obs"],\n', 'cols["obs"],\n'),
+    Sabotage(
+        "critic_joint_batch",
+        "updates",
+        'torch.cat([cols["critic_obs"], cols["next_critic_obs"]])',
+        'torch.cat([cols["critic_obs"], cols["critic_obs"]])',
+    ),
+    Sabotage(
+        "critic_min_q_wrong_half",
+        "updates",
+        "select_min_q(target_q[:, batch:]",
+        "select_min_q(target_q[:, :batch]",
+    ),
+    Sabotage("critic_loss_wrong_half", "updates", "log_probs[:, :batch])", "log_probs[:, batch:])"),
+    Sabotage(
+        "critic_target_is_online",
+        "updates",
+        "s.target_params, st.critic_buffers.views(s.target_buffers)",
+        "s.critic_params, st.critic_buffers.views(s.target_buffers)",
+    ),
+    Sabotage(
+        "critic_lr",
+        "updates",
+        "lr = st.critic_schedule.lr_tensor(s.critic_sched_step)",
+        "lr = 1.01 * st.critic_schedule.lr_tensor(s.critic_sched_step)",
+    ),
+    Sabotage(
+        "critic_bn_stats_dropped",
+        "updates",
+        "_gated_write(s.critic_buffers, pack(st.critic_buffers, new_b), ok)",
+        "pass",
+    ),
+    Sabotage(
+        "target_bn_stats_from_online",
+        "updates",
+        "pack(st.critic_buffers, target_new_b)",
+        "pack(st.critic_buffers, new_b)",
+    ),
+    Sabotage("polyak_tau", "updates", "new_params, st.tau)", "new_params, 1.01 * st.tau)"),
+    Sabotage(
+        "projection_skipped",
+        "updates",
+        "new_params = projector(new_params)",
+        "new_params = new_params",
+    ),
+    # actor update
+    Sabotage(
+        "actor_bn_batch",
+        "updates",
+        'torch.cat([cols["obs"], cols["next_obs"]])',
+        'torch.cat([cols["obs"], cols["obs"]])',
+    ),
+    Sabotage(
+        "actor_alpha",
+        "updates",
+        "alpha = torch.exp(s.log_temp).detach()",
+        "alpha = 1.01 * torch.exp(s.log_temp).detach()",
+    ),
+    Sabotage("actor_max_q", "updates", "q.min(dim=0).values", "q.max(dim=0).values"),
+    Sabotage(
+        "actor_critic_in_train_mode",
+        "updates",
+        "            st.critic_spec,\n            False,",
+        "            st.critic_spec,\n            True,",
+    ),
+    Sabotage(
+        "actor_lr",
+        "updates",
+        "lr = st.actor_schedule.lr_tensor(s.actor_sched_step)",
+        "lr = 1.01 * st.actor_schedule.lr_tensor(s.actor_sched_step)",
+    ),
+    Sabotage(
+        "actor_bn_stats_dropped",
+        "updates",
+        "_gated_write(s.actor_buffers, pack(st.actor_buffers, new_b), ok)",
+        "pass",
+    ),
+    # temperature update
+    Sabotage(
+        "temperature_entropy_estimate", "updates", "-log_prob.mean()", "-1.01 * log_prob.mean()"
+    ),
+    Sabotage(
+        "temperature_target_entropy",
+        "updates",
+        "(entropy - st.target_entropy)",
+        "(entropy - 1.01 * st.target_entropy)",
+    ),
+    Sabotage(
+        "temperature_loss_on_log_alpha",
+        "updates",
+        "torch.exp(log_temp) * (entropy",
+        "log_temp * (entropy",
+    ),
+    Sabotage(
+        "temperature_lr",
+        "updates",
+        "s.log_temp, temp_grad, s.temp_adam, lr, st.adam",
+        "s.log_temp, temp_grad, s.temp_adam, 1.01 * lr, st.adam",
+    ),
+    # networks (learner/networks.py)
+    Sabotage(
+        "bn_momentum",
+        "networks",
+        "torch.lerp(mean_buf, mean.squeeze(-2), norm.bn_momentum)",
+        "torch.lerp(mean_buf, mean.squeeze(-2), 1.01 * norm.bn_momentum)",
+    ),
+    Sabotage(
+        "bn_running_var_biased", "networks", "var.squeeze(-2) * (n / (n - 1))", "var.squeeze(-2)"
+    ),
+    Sabotage(
+        "bn_eps",
+        "networks",
+        "torch.rsqrt(var + norm.bn_eps)",
+        "torch.rsqrt(var + 100 * norm.bn_eps)",
+    ),
+    Sabotage("residual_after_relu", "networks", "h = h + torch.relu(y)", "h = torch.relu(h + y)"),
+    Sabotage("rms_eps", "networks", "eps=norm.rms_eps", "eps=1000 * norm.rms_eps"),
+    Sabotage(
+        "log_std_squash", "networks", "(1.0 + torch.tanh(raw))", "(1.0 + torch.tanh(1.01 * raw))"
+    ),
+    Sabotage(
+        "tanh_jacobian",
+        "networks",
+        "log_det = 2.0 * (_LOG2 - u - F.softplus(-2.0 * u))",
+        "log_det = 2.02 * (_LOG2 - u - F.softplus(-2.0 * u))",
+    ),
+    Sabotage(
+        "gaussian_log_density",
+        "networks",
+        "-0.5 * eps * eps - log_std",
+        "-0.5 * eps * eps - 1.01 * log_std",
+    ),
+    Sabotage(
+        "critic_expected_value",
+        "networks",
+        "q = (torch.exp(log_probs) * support).sum(-1)",
+        "q = (torch.exp(log_probs) * support * 1.01).sum(-1)",
+    ),
+    Sabotage("critic_head_bias_dropped", "networks", ' + p["head.b"].unsqueeze(-2)', ""),
+    # distributional (learner/distributional.py)
+    Sabotage(
+        "min_q_member_argmax", "distributional", "torch.argmin(q, dim=0)", "torch.argmax(q, dim=0)"
+    ),
+    Sabotage(
+        "projection_entropy_sign",
+        "distributional",
+        "support - entropy_bonus.unsqueeze(-1)",
+        "support + entropy_bonus.unsqueeze(-1)",
+    ),
+    Sabotage(
+        "cross_entropy_scale",
+        "distributional",
+        "* log_probs).sum(-1).mean()",
+        "* log_probs).sum(-1).mean() * 1.01",
+    ),
+    # Adam (learner/adam.py)
+    Sabotage("adam_beta1", "adam", "grad, 1.0 - cfg.beta1)", "grad, 1.01 * (1.0 - cfg.beta1))"),
+    Sabotage(
+        "adam_beta2",
+        "adam",
+        "(1.0 - cfg.beta2) * grad * grad",
+        "1.01 * (1.0 - cfg.beta2) * grad * grad",
+    ),
+    Sabotage(
+        "adam_bias_correction1",
+        "adam",
+        "torch.pow(cfg.beta1, step)",
+        "torch.pow(cfg.beta1, step + 1.0)",
+    ),
+    Sabotage(
+        "adam_bias_correction2",
+        "adam",
+        "torch.pow(cfg.beta2, step)",
+        "torch.pow(cfg.beta2, step + 1.0)",
+    ),
+    Sabotage("adam_eps", "adam", "+ cfg.eps", "+ 1e3 * cfg.eps"),
+    # weight projection (learner/projection.py)
+    Sabotage("projection_norm", "projection", "g.numer / norm", "g.numer / (1.01 * norm)"),
+    Sabotage("projection_bn_eps", "projection", "BN_EPS = 1e-8", "BN_EPS = 1e-2"),
+)
+
+
+def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> types.ModuleType:
+    """Put the edited module in use (monkeypatch undoes it); returns the updates module the
+    cycle then runs (edited, or the real one calling the edited functions)."""
+    import importlib
+
+    real = importlib.import_module(f"flashsac_bench.learner.{sabotage.module}")
+    edited = mutant(real, [(sabotage.old, sabotage.new)])
+    if sabotage.module == "updates":
+        return edited
+    if sabotage.module == "projection":
+        st = learner.statics
+        gather = learner.path.projection_gather
+        projectors = {
+            "actor_projector": edited.Projector(st.actor_params, learner.device, gather),
+            "critic_projector": edited.Projector(st.critic_params, learner.device, gather),
+        }
+        monkeypatch.setattr(learner, "statics", dataclasses.replace(st, **projectors))
+        return updates
+    # networks / distributional / adam: rebind the functions updates.py imported from it
+    for name, obj in vars(updates).items():
+        if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
+            if isinstance(obj, types.FunctionType) and hasattr(edited, name):
+                monkeypatch.setattr(updates, name, getattr(edited, name))
+    return updates
