@@ -96,11 +96,16 @@ def read_source(source: str) -> tuple[Path, str, dict[str, Any]]:
 def _load(path: Path) -> Any:
     """Tensor-only unpickling first (UniLab files need nothing else); our runner checkpoints
     hold numpy env state and need full unpickling (load only files you trust)."""
+    errors = (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
+        pass  # not tensors-only (or not a pickle at all: the full load says which)
+    except errors as err:
+        raise ConversionError(f"{path}: not a torch checkpoint ({err})".splitlines()[0]) from None
+    try:
         return torch.load(path, map_location="cpu", weights_only=False)
-    except (RuntimeError, EOFError, OSError, ValueError) as err:
+    except errors as err:
         raise ConversionError(f"{path}: not a torch checkpoint ({err})".splitlines()[0]) from None
 
 
@@ -122,7 +127,10 @@ def _save(path: Path, obj: Any, overwrite: bool) -> Path:
 
 # ---------------------------------------------------------------------------- directions
 def _task_dims(config: Config) -> tuple[int, int, int] | None:
-    if config.task.name != "g1_walk_flat":
+    """The task's (obs, critic obs, action) dims; None when another env factory is in use."""
+    from flashsac_bench.runner.env_factory import ENV_FACTORY_VAR
+
+    if config.task.name != "g1_walk_flat" or os.environ.get(ENV_FACTORY_VAR, "").strip():
         return None
     from flashsac_bench.envs.g1_walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
 
