@@ -486,6 +486,25 @@ def load_unilab_state(learner: Any, sd: Mapping[str, Any]) -> None:
         snap["reward.returns"].zero_()
     with torch.no_grad():
         learner.state.restore(snap)
+    _warn_if_unprojected(learner)
+
+
+def _warn_if_unprojected(learner: Any) -> None:
+    """UniLab can train without the weight projection (actor_/critic_normalize_parameters=
+    False); we always project, so our first update would move such weights a long way."""
+    st, s = learner.statics, learner.state
+    for name, proj, flat in (
+        ("actor", st.actor_projector, s.actor_params),
+        ("critic", st.critic_projector, s.critic_params),
+    ):
+        off = ((proj(flat) - flat).abs().max() / flat.abs().max().clamp_min(1e-30)).item()
+        if off > 1e-3:
+            warnings.warn(
+                f"the checkpoint's {name} is not weight-projected (max relative change "
+                f"{off:.2g}; trained with {name}_normalize_parameters=False?): flashsac_bench "
+                "always projects, so its first update moves these weights onto the manifold",
+                stacklevel=3,
+            )
 
 
 def unilab_state(learner: Any, update_count: int, device_type: str = "cuda") -> dict[str, Any]:

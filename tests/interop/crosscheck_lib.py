@@ -778,3 +778,31 @@ def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> t
             if isinstance(obj, types.FunctionType) and hasattr(edited, name):
                 monkeypatch.setattr(updates, name, getattr(edited, name))
     return updates
+
+
+def crosscheck(small: bool = False) -> list[Check]:
+    """The cross-check of tests/interop/test_unilab_crosscheck.py, standalone."""
+    learner = make_learner(small=small)
+    before = learner.state.snapshot()
+    sd = ui.unilab_state(learner, 0, "cpu")
+    ours, inputs = run_ours(learner)
+    after_ours = learner.state.snapshot()
+    theirs_learner = unilab_learner(learner, sd)
+    theirs = run_theirs(learner, theirs_learner, inputs)
+    return compare(
+        learner, ours, theirs, before, after_ours, state_after_theirs(learner, theirs_learner)
+    )
+
+
+if __name__ == "__main__":  # python tests/interop/crosscheck_lib.py: the table in the docs
+    for small in (False, True):
+        checks = crosscheck(small)
+        print(
+            f"== {'small' if small else 'G1'} sizes: {len(checks)} checks, "
+            f"{len(failures(checks))} failed; worst (normalized error, <= 1 passes):"
+        )
+        for c in sorted(checks, key=lambda c: -c.error)[:6]:
+            print(f"  {c.error:.3f}  {c.name}: {c.detail}")
+        intermediates = [c for c in checks if not c.name.startswith("after.")]
+        worst = max(intermediates, key=lambda c: c.error)
+        print(f"  worst intermediate: {worst.name}: {worst.detail}")

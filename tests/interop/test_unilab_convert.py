@@ -211,6 +211,17 @@ def test_learner_only_checkpoint_resumes_training(tmp_path, fake_env_factory):
         )
 
 
+@needs_unilab
+def test_unprojected_unilab_networks_warn(tmp_path, fake_env_factory, capsys):
+    theirs = unilab_learner(*FAKE_DIMS, actor_normalize_parameters=False, **TINY)
+    src = save_with_unilab(theirs, tmp_path, iteration=0)
+    args = [f"source={src}", f"out={tmp_path}/c.pt", "run.num_envs=8", *TINY_OVERRIDES]
+    assert run_convert(args) == 0
+    err = capsys.readouterr().err
+    assert "warning: the checkpoint's actor is not weight-projected" in err
+    assert "critic is not" not in err  # its critic is projected (the default)
+
+
 # ---------------------------------------------------------------------------- ours -> UniLab
 @pytest.fixture(scope="module")
 def our_run(tmp_path_factory):

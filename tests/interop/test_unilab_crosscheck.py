@@ -306,6 +306,27 @@ def test_item4_non_finite_step_is_skipped_more_completely_here(base):
     assert moved > 1e-6
     assert float(ours["critic.sched_step"]) == float(after["critic.sched_step"])  # both step
 
+    # A NaN critic observation makes the actor loss NaN but not the entropy: UniLab still takes
+    # the temperature step; ours skips the pair (one update of actor + temperature).
+    rows = base["inputs"]["rows"].clone()
+    rows[0, learner.statics.rows.span("critic_obs")[0]] = float("nan")
+    try:
+        learner.actor_step(rows, base["inputs"]["eps_actor"])
+        ours = s.snapshot()
+    finally:
+        learner.state.restore(before)
+    theirs = X.unilab_learner(learner, copy.deepcopy(base["sd_before"]))
+    filler = torch.zeros_like(base["inputs"]["eps_actor"])
+    with X.injected_noise([torch.cat([base["inputs"]["eps_actor"], filler])], True):
+        metrics = theirs.update_actor(X.unilab_batch(learner, rows))
+    after = X.state_after_theirs(learner, theirs)
+    assert math.isnan(metrics["Loss/actor"]) and math.isfinite(metrics["Loss/temperature"])
+    for key in ("actor.params", "actor.buffers", "temperature.log_temp"):
+        assert torch.equal(ours[key], before[key]), key
+    assert torch.equal(after["actor.adam.exp_avg"], before["actor.adam.exp_avg"])
+    assert not torch.equal(after["temperature.log_temp"], before["temperature.log_temp"])
+    assert not torch.equal(after["actor.buffers"], before["actor.buffers"])
+
 
 def test_item5_exploration_repeat_counter_is_shared_here_and_per_env_upstream(base):
     learner = base["learner"]
