@@ -403,3 +403,20 @@ def test_reward_normalizer_matches_unilab_on_the_same_stream():
     for i in range(t):
         other.update(rewards[i], dones[i])
     assert abs(other.var.item() / theirs.rms.var.item() - 1) > 100 * rtol
+
+
+@pytest.mark.parametrize("warmup", [0, 1000])
+def test_lr_schedule_matches_unilab(warmup):
+    """Ours drives every optimizer from its step counter; UniLab's LambdaLR: peak * lambda."""
+    from uni_rl.algos.flash_sac.update import build_lr_lambda
+
+    from flashsac_bench.learner.schedule import LRSchedule
+
+    init, peak, end, decay = 1e-4, 3e-4, 1.5e-4, 500_000
+    ours = LRSchedule(init, peak, end, warmup, decay)
+    lam = build_lr_lambda(init, peak, end, warmup, decay)
+    for step in (0, 1, 500, 999, 1000, 1001, 250_000, 499_999, 500_000, 700_000):
+        assert ours.lr_at(step) == pytest.approx(peak * lam(step), rel=1e-12), step
+        assert ours.lr_tensor(torch.tensor(float(step))).item() == pytest.approx(
+            peak * lam(step), rel=1e-6
+        ), step
