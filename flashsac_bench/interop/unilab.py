@@ -134,11 +134,33 @@ def state_dict_names(fields: list[Field], actor: bool) -> list[str]:
 
 
 def _split(fields: list[Field], layout: Layout) -> list[Field]:
-    """The fields whose entry is in `layout` (params or buffers)."""
-    return [f for f in fields if f.ours in layout.entries]
+    """The fields of `layout`'s entries (params or buffers); every entry must have one."""
+    mine = [f for f in fields if f.ours in layout.entries]
+    uncovered = set(layout.entries) - {f.ours for f in mine}
+    if uncovered:
+        raise ConversionError(f"no UniLab counterpart for {sorted(uncovered)}")
+    return mine
 
 
-def flat_from_named(layout: Layout, fields: list[Field], named: Mapping[str, torch.Tensor]):
+def _join(join: str, parts: list[torch.Tensor]) -> torch.Tensor:
+    if join == STACK:  # BN (weight, bias) -> [..., 2, d]
+        return torch.stack(parts, -2)
+    if join == CAT:  # (mean head, log-std head) -> [2A, ...]
+        return torch.cat(parts, 0)
+    return parts[0]
+
+
+def _unjoin(join: str, value: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    if join == STACK:
+        return value.unbind(-2)
+    if join == CAT:
+        return value.chunk(2, 0)
+    return (value,)
+
+
+def flat_from_named(
+    layout: Layout, fields: list[Field], named: Mapping[str, torch.Tensor]
+) -> torch.Tensor:
     """Our flat fp32 vector for `layout` from upstream tensors (params, grads, Adam moments)."""
     flat = torch.empty(layout.numel, dtype=torch.float32)
     for f in _split(fields, layout):
@@ -146,10 +168,7 @@ def flat_from_named(layout: Layout, fields: list[Field], named: Mapping[str, tor
         missing = [n for n in f.theirs if n not in named]
         if missing:
             raise ConversionError(f"missing upstream tensor(s) {missing}")
-        parts = [named[n].detach().to("cpu", torch.float32) for n in f.theirs]
-        joined = {SAME: lambda p: p[0], STACK: lambda p: torch.stack(p, -2)}.get(
-            f.join, lambda p: torch.cat(p, 0)
-        )(parts)
+        joined = _join(f.join, [named[n].detach().to("cpu", torch.float32) for n in f.theirs])
         if tuple(joined.shape) != e.shape:
             raise ConversionError(
                 f"{'+'.join(f.theirs)} has shape {tuple(joined.shape)}, expected {e.shape}"
@@ -158,15 +177,14 @@ def flat_from_named(layout: Layout, fields: list[Field], named: Mapping[str, tor
     return flat
 
 
-def named_from_flat(layout: Layout, fields: list[Field], flat: torch.Tensor):
+def named_from_flat(
+    layout: Layout, fields: list[Field], flat: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Inverse of flat_from_named: upstream name -> tensor (contiguous copies on the CPU)."""
     views = layout.views(flat.detach().to("cpu", torch.float32))
     out: dict[str, torch.Tensor] = {}
     for f in _split(fields, layout):
-        v = views[f.ours]
-        parts = {SAME: lambda x: (x,), STACK: lambda x: x.unbind(-2)}.get(
-            f.join, lambda x: x.chunk(2, 0)
-        )(v)
+        parts = _unjoin(f.join, views[f.ours])
         out.update({n: p.clone().contiguous() for n, p in zip(f.theirs, parts, strict=True)})
     return out
 
