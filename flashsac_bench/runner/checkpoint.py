@@ -4,6 +4,11 @@ Contents: learner state (networks, target, Adam moments, schedule steps, reward 
 counter RNG, exploration noise), replay contents + cursor, env state, the collector's current
 observations / dones, episode statistics, the rows so far, and the iteration to continue at.
 Files are torch pickles (env state may hold numpy arrays); load only checkpoints you wrote.
+
+A learner-only checkpoint (`kind: learner_only`, written by `python -m flashsac_bench.convert`
+from a unilab-rl checkpoint, which has no replay or env state) holds the learner state and the
+config but `replay`, `env` and `staging` are None; a run resumed from it refills its replay
+first (runner.loop.Runner._restore).
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ LATEST_NAME = "latest.txt"
 KEEP_LAST = 3
 # What every checkpoint holds besides "format" (a file without them is not one of ours).
 REQUIRED_KEYS = ("iteration", "learner", "replay", "env", "staging", "rows_all")
+# The "kind" of a checkpoint that holds a learner but no replay / env state (converted from
+# unilab-rl, `flashsac_bench.convert`): its replay, env and staging entries are None.
+LEARNER_ONLY = "learner_only"
 
 
 class CheckpointError(ConfigError):
@@ -102,6 +110,10 @@ def resolve_resume_path(path: str | os.PathLike[str]) -> Path:
     if not p.is_file():
         raise CheckpointError(f"checkpoint {p} does not exist")
     return p
+
+
+def is_learner_only(payload: dict[str, Any]) -> bool:
+    return payload.get("kind") == LEARNER_ONLY
 
 
 def _check_container(path: Path) -> None:

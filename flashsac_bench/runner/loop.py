@@ -40,7 +40,7 @@ from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.runner.checkpoint import checkpoint_path, save_checkpoint
+from flashsac_bench.runner.checkpoint import checkpoint_path, is_learner_only, save_checkpoint
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging, TickResult
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, resolve_env_factory
@@ -155,6 +155,8 @@ class Runner:
         self._loop_t0: float | None = None
         self._run_t0 = time.perf_counter()
         self.stopped_by: str | None = None  # set when run.time_limit_s ends the loop early
+        # Resumed from a learner-only checkpoint: the loaded policy acts while the replay refills.
+        self.policy_refill = False
         self.device = torch.device(config.hardware.resolved_device())
         self._device_info: dict[str, Any] = {"device": str(self.device)}
         self._git: dict[str, Any] = {}
@@ -377,6 +379,21 @@ class Runner:
     def _restore(self, ckpt: dict[str, Any]) -> None:
         assert self.learner is not None
         self.learner.load_state_dict(ckpt["learner"])
+        if is_learner_only(ckpt):
+            # No replay / env state (a checkpoint converted from unilab-rl, which saves none):
+            # the envs start fresh episodes and the ring refills to learning_starts rows with
+            # the loaded policy acting before updates continue -- as UniLab's own resume does.
+            self.start_iteration = self.done_iterations = int(ckpt["iteration"])
+            self.policy_refill = True
+            log.warning(
+                "resumed from the learner-only checkpoint %s at iteration %d: it holds no "
+                "replay or env state, so the replay refills to %d rows (loaded policy acting) "
+                "before updates continue",
+                self.resumed_from,
+                self.start_iteration,
+                self.threshold,
+            )
+            return
         self.learner.ring.load_state_dict(ckpt["replay"])
         self.env.set_state(ckpt["env"])
         self.staging.load_state_dict(ckpt["staging"])
@@ -408,7 +425,7 @@ class Runner:
             t0 = time.perf_counter()
             learning = ring.count >= self.threshold
             # 1. action hand-off (the one sync per iteration)
-            if learning:
+            if learning or self.policy_refill:
                 steps.act()
             else:
                 steps.act_random()
@@ -678,6 +695,7 @@ class Runner:
             "first_learning_iteration": learning[0]["iteration"] if learning else None,
             "resumed_from": self.resumed_from,
             "resume_iteration": self.start_iteration if self.resumed_from else None,
+            "resumed_learner_only": self.policy_refill,
             "last_checkpoint": self.checkpoints[-1]["path"] if self.checkpoints else None,
             "checkpoints": self.checkpoints,
             "num_samples": len(rows),

@@ -26,6 +26,7 @@ from flashsac_bench.runner.checkpoint import (
     LATEST_NAME,
     CheckpointError,
     checkpoint_folder,
+    is_learner_only,
     list_checkpoints,
     load_checkpoint,
 )
@@ -159,7 +160,12 @@ def check_compatible(
     """Refuse (ResumeError, one message naming every key) what the checkpoint cannot continue."""
     payload = plan.payload or {}
     diffs = config_differences(payload.get("config") or {}, config)
-    if training_config is not None:
+    if is_learner_only(payload):
+        # Only a learner to continue (no replay, env or rows): a new run around it may differ in
+        # everything but the networks and the per-env learner state (exploration noise, reward
+        # returns), whose shapes follow run.num_envs. Its flat fp32 state suits any device.
+        diffs = [d for d in diffs if d.startswith(("learner.", "run.num_envs "))]
+    elif training_config is not None:
         diffs += _resolved_differences(payload.get("training_config") or {}, training_config)
     if diffs:
         allowed = ", ".join(RESUME_MAY_CHANGE)

@@ -1,0 +1,1 @@
+"""Moving learner state between flashsac_bench and other FlashSAC implementations."""
