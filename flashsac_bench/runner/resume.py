@@ -167,6 +167,11 @@ def check_compatible(
         diffs = [d for d in diffs if d.startswith(("learner.", "run.num_envs "))]
     elif training_config is not None:
         diffs += _resolved_differences(payload.get("training_config") or {}, training_config)
+    if diffs and is_learner_only(payload):
+        raise ResumeError(
+            f"{plan.path} holds a learner only, for other networks or envs: {'; '.join(diffs)}. "
+            "Pass the checkpoint's learner.* and run.num_envs (everything else may differ)"
+        )
     if diffs:
         allowed = ", ".join(RESUME_MAY_CHANGE)
         raise ResumeError(

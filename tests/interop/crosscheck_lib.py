@@ -192,7 +192,8 @@ SPIED = (
     "select_min_q",
     "categorical_projection",
     "actor_mean_log_std",
-    "adam_candidate",
+    "tail_candidate",  # the critic's and the actor's Adam + gate + projection (+ Polyak)
+    "adam_candidate",  # the temperature's Adam step
 )
 
 
@@ -239,7 +240,8 @@ def run_ours(
     online_q, online_logp, _ = calls["critic_distribution"][1][1]
     rec.put("critic.online_q", online_q)
     rec.put("critic.online_log_probs", online_logp)
-    rec.put("critic.grad", calls["adam_candidate"][0][0][1])
+    # tail_candidate(projector, cfg, tau, params, grad, ...): the gradient is argument 4.
+    rec.put("critic.grad", calls["tail_candidate"][0][0][4])
     a_mean, a_log_std, _ = calls["actor_mean_log_std"][0][1]
     rec.put("actor.mean", a_mean)
     rec.put("actor.log_std", a_log_std)
@@ -247,8 +249,8 @@ def run_ours(
     rec.put("actor.action", action)
     rec.put("actor.log_prob", log_prob)
     rec.put("actor.q", calls["critic_distribution"][2][1][0])
-    rec.put("actor.grad", calls["adam_candidate"][1][0][1])
-    rec.put("temperature.grad", calls["adam_candidate"][2][0][1])
+    rec.put("actor.grad", calls["tail_candidate"][1][0][4])
+    rec.put("temperature.grad", calls["adam_candidate"][0][0][1])
     m = learner.read_metrics()
     for ours, name in (
         ("critic_loss", "critic.loss"),
@@ -589,8 +591,8 @@ SABOTAGES = (
     Sabotage(
         "critic_target_is_online",
         "updates",
-        "s.target_params, st.critic_buffers.views(s.target_buffers)",
-        "s.critic_params, st.critic_buffers.views(s.target_buffers)",
+        "views(s.target_params), target_b, st.critic_spec",
+        "views(s.critic_params), target_b, st.critic_spec",
     ),
     Sabotage(
         "critic_lr",
@@ -601,8 +603,8 @@ SABOTAGES = (
     Sabotage(
         "critic_bn_stats_dropped",
         "updates",
-        "_gated_write(s.critic_buffers, pack(st.critic_buffers, new_b), ok)",
-        "pass",
+        "torch.where(ok, new_b, s.critic_buffers)",
+        "s.critic_buffers",
     ),
     Sabotage(
         "target_bn_stats_from_online",
@@ -610,10 +612,15 @@ SABOTAGES = (
         "pack(st.critic_buffers, target_new_b)",
         "pack(st.critic_buffers, new_b)",
     ),
-    Sabotage("polyak_tau", "updates", "new_params, st.tau)", "new_params, 1.01 * st.tau)"),
+    Sabotage(
+        "polyak_tau",
+        "optimizer_tail",
+        "torch.lerp(target, new_params, tau)",
+        "torch.lerp(target, new_params, 1.01 * tau)",
+    ),
     Sabotage(
         "projection_skipped",
-        "updates",
+        "optimizer_tail",
         "new_params = projector(new_params)",
         "new_params = new_params",
     ),
@@ -646,8 +653,8 @@ SABOTAGES = (
     Sabotage(
         "actor_bn_stats_dropped",
         "updates",
-        "_gated_write(s.actor_buffers, pack(st.actor_buffers, new_b), ok)",
-        "pass",
+        "torch.where(ok, pack(st.actor_buffers, new_b), s.actor_buffers)",
+        "s.actor_buffers",
     ),
     # temperature update
     Sabotage(
@@ -772,11 +779,17 @@ def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> t
         }
         monkeypatch.setattr(learner, "statics", dataclasses.replace(st, **projectors))
         return updates
-    # networks / distributional / adam: rebind the functions updates.py imported from it
-    for name, obj in vars(updates).items():
-        if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
-            if isinstance(obj, types.FunctionType) and hasattr(edited, name):
-                monkeypatch.setattr(updates, name, getattr(edited, name))
+    # networks / distributional / adam / optimizer_tail: rebind the functions that updates.py
+    # and optimizer_tail.py (the critic's and actor's Adam + gate + projection) imported from it
+    from flashsac_bench.learner import optimizer_tail
+
+    for user in (updates, optimizer_tail):
+        if user is real:
+            continue
+        for name, obj in vars(user).items():
+            if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
+                if isinstance(obj, types.FunctionType) and hasattr(edited, name):
+                    monkeypatch.setattr(user, name, getattr(edited, name))
     return updates
 
 
