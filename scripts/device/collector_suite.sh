@@ -9,10 +9,10 @@
 #   bash scripts/device/collector_suite.sh [deadline_s] [walk_limit_s]
 # Needs the wheels of scripts/device/setup.sh in .whl/ and the EGL loader debs in .gl/.
 source scripts/device/setup.sh
+source scripts/device/lib.sh
 DEADLINE=${1:-570}
 WALK_LIMIT=${2:-160}
 W=/tmp/work; mkdir -p $W/logs
-left() { echo $((DEADLINE - SECONDS)); }
 for f in .gl/*.deb; do dpkg -x "$f" /; done 2>/dev/null; ldconfig 2>/dev/null
 export MUJOCO_GL=egl
 export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
@@ -40,17 +40,5 @@ cp $RUN/eval.gif $RUN/eval_strip.png $RUN/eval.json $OUT/ 2>/dev/null
 
 echo "== 3. u2 sweep rows (at ${SECONDS}s)"
 # Rough need per run (s): setup + compile/capture + 1000 iterations, from earlier H200 runs.
-for item in cudagraph:60 compile:110 eager:130; do
-  path=${item%%:*}; need=${item##*:}
-  if [ "$(left)" -lt "$need" ]; then echo "skip u2 $path: $(left) s left"; continue; fi
-  timeout $(( $(left) - 5 )) python3 -m flashsac_bench +experiment=bench_h200 update=u2 \
-    path=$path hydra.run.dir=$W/sweep/u2_$path run.progress=plain > $W/logs/u2_$path.log 2>&1
-  echo "u2 $path rc=$? (at ${SECONDS}s)"; tail -n 1 $W/logs/u2_$path.log
-done
-python3 scripts/compare.py $W/sweep/* --out $W/sweep > $W/logs/compare.log 2>&1
-cp $W/sweep/comparison.md $W/sweep/comparison.csv $W/sweep/comparison.png $OUT/ 2>/dev/null
-find $W -name "*.pt" -path "*checkpoints*" -delete
-find $W -name "events.out.tfevents*" -delete
-tar czf $OUT/collector.tgz -C $W .
-echo "== done at ${SECONDS}s"
-cat $OUT/comparison.md 2>/dev/null
+sweep_rows u2 "cudagraph:60 compile:110 eager:130"
+pack collector

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-training four-way sweep alone (see training_suite.sh).  bash scripts/device/sweep_only.sh [deadline_s]
+# The real-training four-way sweep alone (see training_suite.sh).  bash scripts/device/history/sweep_only.sh [deadline_s]
 source scripts/device/setup.sh
 DEADLINE=${1:-400}
 SWEEP=/tmp/sweep

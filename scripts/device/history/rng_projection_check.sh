@@ -11,7 +11,7 @@
 #   4. real training, u2 cudagraph, 600 iterations: compile_rng off / on in one process (the
 #      act's hash kernels are on the iteration's serial path);
 #   5. kernel profile of the B=256 u8 cycle with both; 6. the GPU tests (defaults).
-#   bash scripts/device/rng_projection_check.sh [deadline_s]
+#   bash scripts/device/history/rng_projection_check.sh [deadline_s]
 source scripts/device/setup.sh
 exec > >(tee -a "$OUT/check.log") 2>&1
 DEADLINE=${1:-580}

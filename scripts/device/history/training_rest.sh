@@ -5,7 +5,7 @@
 #      the end of the iteration vs while the envs step);
 #   2. the u8 rows of the real-training protocol with the current code, u8 eager (~6 min) last.
 # With CHECKS=1 it first runs, alone, the GPU tests and the 1000-replay stability check.
-#   [CHECKS=1] bash scripts/device/training_rest.sh [deadline_s] [u8 paths, default all three]
+#   [CHECKS=1] bash scripts/device/history/training_rest.sh [deadline_s] [u8 paths, default all three]
 source scripts/device/setup.sh
 DEADLINE=${1:-570}
 U8_PATHS=${2:-cudagraph,compile,eager}

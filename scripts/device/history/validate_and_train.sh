@@ -8,7 +8,7 @@
 #   3. then, alone on the machine, the timed real-training runs of UniLab's protocol (seed 1:
 #      also the parity grid's first seed), from a fresh Inductor/Triton cache (the first job's
 #      cold_start_s is a cold compile, the first u8 job's one on the warm cache).
-#   bash scripts/device/validate_and_train.sh [deadline_s]
+#   bash scripts/device/history/validate_and_train.sh [deadline_s]
 source scripts/device/setup.sh
 DEADLINE=${1:-560}
 W=/tmp/work; mkdir -p $W/logs

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Learner-side GPU suite in one device call (results and logs under $OUT):
 # numerics, replay stability, learner benchmark vs unilab-rl, GPU tests, kernel profiles.
-#   bash scripts/device/learner_suite.sh [deadline_s]
+#   bash scripts/device/history/learner_suite.sh [deadline_s]
 source scripts/device/setup.sh
 DEADLINE=${1:-540}
 run() {  # run NAME CMD...: skip past the deadline, log to $OUT/NAME.log, keep going on failure

@@ -5,7 +5,7 @@
 #   2. bf16 numerics of the fast paths with the padded GEMMs (gemm_align 8, the CUDA default);
 #   3. learner-only A/B of gemm_align 1 vs 8 (cudagraph, u8, B=256/2048) side by side with
 #      unilab-rl in one process; 4. the kernel profile of the padded B=256 u8 cycle.
-#   bash scripts/device/align_and_eager.sh [deadline_s]
+#   bash scripts/device/history/align_and_eager.sh [deadline_s]
 source scripts/device/setup.sh
 DEADLINE=${1:-570}
 W=/tmp/work; mkdir -p $W/logs
