@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,6 +38,23 @@ class EnvStep:
     reward_terms: dict[str, np.ndarray]
     episode_return: np.ndarray
     episode_length: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], terms: Sequence[str]) -> EnvStep:
+        """Views of a shard layout's arrays (`envs.shards`): each field under its own name, the
+        reward terms under "term/<name>"."""
+        return cls(
+            obs=arrays["obs"],
+            critic_obs=arrays["critic_obs"],
+            final_obs=arrays["final_obs"],
+            final_critic_obs=arrays["final_critic_obs"],
+            reward=arrays["reward"],
+            terminated=arrays["terminated"],
+            truncated=arrays["truncated"],
+            reward_terms={name: arrays[f"term/{name}"] for name in terms},
+            episode_return=arrays["episode_return"],
+            episode_length=arrays["episode_length"],
+        )
 
 
 @runtime_checkable

@@ -168,18 +168,7 @@ class G1WalkFlat:
         self._actions = a["actions"]
         # Physics state of every env (rendering, diagnostics); overwritten by every step.
         self.qpos = a["qpos"]
-        self._out = EnvStep(
-            obs=a["obs"],
-            critic_obs=a["critic_obs"],
-            final_obs=a["final_obs"],
-            final_critic_obs=a["final_critic_obs"],
-            reward=a["reward"],
-            terminated=a["terminated"],
-            truncated=a["truncated"],
-            reward_terms={name: a[f"term/{name}"] for name in REWARD_TERMS},
-            episode_return=a["episode_return"],
-            episode_length=a["episode_length"],
-        )
+        self._out = EnvStep.from_arrays(a, REWARD_TERMS)
         cur = task_cfg.curriculum
         self._penalty_scale = cur.initial_scale
         self._mean_episode_length = 0.0

@@ -187,18 +187,7 @@ class FakeShardedEnv:
         )
         a = self.shards.arrays
         self._actions = a["actions"]
-        self.out = EnvStep(
-            obs=a["obs"],
-            critic_obs=a["critic_obs"],
-            final_obs=a["final_obs"],
-            final_critic_obs=a["final_critic_obs"],
-            reward=a["reward"],
-            terminated=a["terminated"],
-            truncated=a["truncated"],
-            reward_terms={"alive": a["term/alive"]},
-            episode_return=a["episode_return"],
-            episode_length=a["episode_length"],
-        )
+        self.out = EnvStep.from_arrays(a, ("alive",))
 
     @property
     def workers(self) -> int:
