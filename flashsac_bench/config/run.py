@@ -4,6 +4,12 @@ from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
 
+# "The G1 walks" (issue 6's thresholds; the learning analysis and run.stop_at_walk share them):
+# the mean length of the last 100 episodes and the logged lin-vel tracking reward as a fraction
+# of its maximum (weight * ctrl_dt), both in one logged window.
+WALK_EPISODE_LENGTH = 900.0
+WALK_TRACKING_FRAC = 0.8
+
 
 @dataclass
 class ReplayConfig:
@@ -45,6 +51,9 @@ class RunConfig:
     # (env build and compile/capture included); the run then counts as complete, with
     # `stopped_by` in its summary. None: no limit.
     time_limit_s: float | None = None
+    # End the run (complete, `stopped_by` says why) at the first logged window in which the
+    # walking thresholds above are met: time-to-walk runs need nothing after that point.
+    stop_at_walk: bool = False
     # CUDA: capture the per-iteration act and store steps as small CUDA graphs (every path;
     # see runner.device_steps). Ignored on the CPU.
     capture_device_steps: bool = True

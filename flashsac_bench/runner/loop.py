@@ -38,6 +38,7 @@ from flashsac_bench.checks import check_runtime
 from flashsac_bench.cli_errors import Aborted, debug_enabled
 from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import checkpoint_path, is_learner_only, save_checkpoint
@@ -418,6 +419,8 @@ class Runner:
         for k in range(self.start_iteration, iterations):
             if signals.requested:
                 break
+            if self.stopped_by:  # run.stop_at_walk (set by _flush_window)
+                break
             if limit is not None and time.perf_counter() - self._run_t0 >= limit:
                 self.stopped_by = f"run.time_limit_s={limit:g} reached after {k} iterations"
                 log.info("%s: stopping", self.stopped_by)
@@ -553,8 +556,7 @@ class Runner:
         )
 
     def _flush_window(self) -> None:
-        if self.scalars is None or not self._window:
-            self._window = []
+        if not self._window:
             return
         extra: dict[str, float] = {}
         terms = self._window_terms
@@ -563,8 +565,25 @@ class Runner:
             extra[f"Reward/{name}"] = float(np.mean(vals))
         for name, value in self._env_metrics.items():
             extra[f"Env/{name}"] = float(value)
-        self.scalars.write(self._window, extra)
+        self._check_walking(extra)
+        if self.scalars is not None:
+            self.scalars.write(self._window, extra)
         self._window, self._window_terms = [], []
+
+    def _check_walking(self, extra: dict[str, float]) -> None:
+        """run.stop_at_walk: the same test as the learning analysis's time to the thresholds
+        (this window's last row and its Reward/tracking_lin_vel mean)."""
+        if not self.cfg.run.stop_at_walk or self.stopped_by or not self._window:
+            return
+        top = self.cfg.task.rewards.tracking_lin_vel * self.cfg.task.ctrl_dt
+        length = self._window[-1]["episode_length_mean"]
+        tracking = extra.get("Reward/tracking_lin_vel")
+        if not top or length is None or tracking is None:
+            return
+        if length >= WALK_EPISODE_LENGTH and tracking / top >= WALK_TRACKING_FRAC:
+            k = self._window[-1]["iteration"]
+            self.stopped_by = f"run.stop_at_walk: walking thresholds met at iteration {k}"
+            log.info("%s: stopping", self.stopped_by)
 
     # ------------------------------------------------------------------ checkpoints
     def _checkpoint(self) -> Path:

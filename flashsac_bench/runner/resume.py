@@ -40,6 +40,7 @@ AUTO = "auto"
 RESUME_MAY_CHANGE: dict[str, str] = {
     "run.iterations": "how far the continued run goes (must exceed the checkpoint's iteration)",
     "run.time_limit_s": "wall-clock limit of the continued run",
+    "run.stop_at_walk": "whether the continued run ends once the walking thresholds are met",
     "run.resume": "where to continue from",
     "run.checkpoint_every": "checkpoint cadence",
     "run.log_every": "logging / TensorBoard cadence",
