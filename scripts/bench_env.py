@@ -7,7 +7,7 @@
 
 Layouts: `--threads T` = the in-process thread pool of T threads (backend.mode=threads),
 `--workers K` = K worker processes (backend.workers=K). `--ceiling` adds, for every layout, the
-raw physics of the same model in the same layout (flashsac_bench/harness/env_bench.py says
+raw physics of the same model in the same layout (flashsac_bench/bench/env_bench.py says
 exactly what it runs), so each figure is also a fraction of what the machine can do.
 `--results` appends one row per (layout, num_envs) to a JSON list; `--deadline` stops starting
 new measurements after that many seconds (what finished is kept and written).
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flashsac_bench.harness import env_bench as eb
+from flashsac_bench.bench import env_bench as eb
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import torch
 
-from flashsac_bench.harness.learner_bench import plot_scaling, time_ours, time_unilab
-from flashsac_bench.harness.synthetic import Setup, parse_options
+from flashsac_bench.bench.learner_bench import plot_scaling, time_ours, time_unilab
+from flashsac_bench.bench.synthetic import Setup, parse_options
 
 
 def _device_name(device: str) -> str:

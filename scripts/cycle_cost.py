@@ -16,8 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-from flashsac_bench.harness.cost_model import act_cost, cycle_cost
-from flashsac_bench.harness.synthetic import Setup, build_learner
+from flashsac_bench.bench.cost_model import act_cost, cycle_cost
+from flashsac_bench.bench.synthetic import Setup, build_learner
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from flashsac_bench.harness.learner_bench import time_calls
-from flashsac_bench.harness.synthetic import Setup, build_learner, parse_options
+from flashsac_bench.bench.learner_bench import time_calls
+from flashsac_bench.bench.synthetic import Setup, build_learner, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:

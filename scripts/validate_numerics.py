@@ -13,8 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from flashsac_bench.harness.numerics import compare_paths
-from flashsac_bench.harness.synthetic import Setup, parse_options
+from flashsac_bench.bench.numerics import compare_paths
+from flashsac_bench.bench.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:

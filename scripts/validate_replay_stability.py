@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
-from flashsac_bench.harness.stability import replay_stability
-from flashsac_bench.harness.synthetic import Setup, parse_options
+from flashsac_bench.bench.stability import replay_stability
+from flashsac_bench.bench.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:

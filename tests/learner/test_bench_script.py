@@ -53,7 +53,7 @@ def test_compile_only_variants_skip_other_paths_and_the_deadline_stops_new_rows(
 
 
 def test_scaling_plot_from_rows(tmp_path):
-    from flashsac_bench.harness.learner_bench import scaling_series
+    from flashsac_bench.bench.learner_bench import scaling_series
 
     rows = [
         {"impl": i, "path": p, "batch_size": b, "updates_per_step": 8, "median_ms": m,

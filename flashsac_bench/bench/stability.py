@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from flashsac_bench.harness.synthetic import Setup, build_learner
+from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.state import M
 
 
