@@ -84,7 +84,7 @@ def _after_sweep_interrupt(plan, argv: list[str]) -> None:
     """An interrupted sweep still gets the comparison of its runs and the resume command."""
     if plan is None or not plan.multirun:
         return
-    from flashsac_bench.runner import callbacks
+    from flashsac_bench.analysis import sweep_callback as callbacks
     from flashsac_bench.runner.resume import sweep_resume_command
 
     sweep_dir = callbacks.current_sweep_dir or plan.sweep_dir

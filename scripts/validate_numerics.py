@@ -9,12 +9,10 @@ GPU:       python scripts/validate_numerics.py --device cuda --dtype bfloat16 \
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
-from flashsac_bench.harness.numerics import compare_paths
-from flashsac_bench.harness.synthetic import Setup, parse_options
+from flashsac_bench.bench.numerics import validate
+from flashsac_bench.bench.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,9 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.paths.split(",")
     if paths[0] != "eager":
         ap.error("--paths must start with eager (the reference)")
-    reports = []
-    for u in (int(x) for x in args.updates.split(",")):
-        setup = Setup(
+    setups = [
+        Setup(
             batch_size=args.batch_size,
             updates_per_step=u,
             num_envs=args.num_envs,
@@ -51,40 +48,9 @@ def main(argv: list[str] | None = None) -> int:
             gemm_align=args.gemm_align,
             path_options=parse_options(args.path_options),
         )
-        reports.append(compare_paths(setup, paths, args.iterations, args.matmul_precision))
-    ok = all(r["ok"] for r in reports)
-    summary = {"ok": ok, "argv": sys.argv, "reports": reports}
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(summary, indent=2))
-    print(
-        f"{'updates':>7} {'pair':>20} {'params':>9} {'buffers':>9} {'adam':>9} {'metrics':>9} "
-        f"{'tol':>7}  ok   (lockstep, worst ||diff|| / ||movement|| per cycle)"
-    )
-    for r in reports:
-        u = r["setup"]["updates_per_step"]
-        for pair in r["pairs"]:
-            w = pair["lockstep_worst_rel"]
-            print(
-                f"{u:>7} {' vs '.join(pair['pair']):>20} {w['parameters']:9.2e} "
-                f"{w['bn_buffers']:9.2e} {w['optimizer_state']:9.2e} {w['metrics']:9.2e} "
-                f"{pair['tolerance']['state_rel']:7.0e}  {pair['ok']}"
-            )
-            acc = pair["accuracy_vs_fp32_oracle"]
-            if acc:
-                print(
-                    f"{'':>7} {'error vs fp32 oracle':>20} "
-                    + " ".join(
-                        f"{acc[k]['fast_err']:9.2e}"
-                        for k in ("parameters", "bn_buffers", "optimizer_state", "metrics")
-                    )
-                    + f"  (eager: {max(v['eager_err'] for v in acc.values()):.2e}, worst ratio "
-                    f"{max(v['ratio'] for v in acc.values()):.2f}, bound 1.5)"
-                )
-        failed = [c["check"] for c in r["checks"] if not c["ok"]]
-        print(f"{u:>7} checks: {'all passed' if not failed else 'FAILED: ' + '; '.join(failed)}")
-    print("NUMERICS", "OK" if ok else "FAILED")
-    return 0 if ok else 1
+        for u in (int(x) for x in args.updates.split(","))
+    ]
+    return validate(setups, paths, args.iterations, args.matmul_precision, args.output)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import torch
 
-from flashsac_bench.harness.stability import replay_stability
-from flashsac_bench.harness.synthetic import Setup, parse_options
+from flashsac_bench.bench.stability import validate
+from flashsac_bench.bench.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +36,6 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("validate_replay_stability: needs a CUDA device", file=sys.stderr)
         return 2
-    torch.set_float32_matmul_precision("high")
     setup = Setup(
         batch_size=args.batch_size,
         updates_per_step=args.updates,
@@ -49,15 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         gemm_align=args.gemm_align,
         path_options=parse_options(args.path_options),
     )
-    report = replay_stability(setup, args.replays)
-    report["argv"] = sys.argv
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(report, indent=2) + "\n")
-    for c in report["checks"]:
-        print(f"{'ok ' if c['ok'] else 'FAIL'} {c['check']} {c.get('values', '')}")
-    print("REPLAY STABILITY", "OK" if report["ok"] else "FAILED")
-    return 0 if report["ok"] else 1
+    return validate(setup, args.replays, args.output)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Training runner: collector/learner overlap, device replay, timing summaries, sweeps.
 
-`train` is imported lazily so that `flashsac_bench.runner.callbacks` (instantiated by Hydra for
-every command) does not pull in torch.
+`train` is imported lazily so that readers of runner.summary / runner.liveness (the sweep
+comparison, whose Hydra callback is instantiated for every command) do not pull in torch.
 """
 
 from __future__ import annotations

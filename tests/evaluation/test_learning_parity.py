@@ -1,5 +1,5 @@
 """Learning parity: the CPU variant of scripts/learning_parity.py (eager vs compile through the
-runner on G1 Walk Flat), and the script's statistics checked by hand.
+runner on G1 Walk Flat), and its statistics (flashsac_bench.analysis) checked by hand.
 
 The bound. Same seed => identical initial weights, env resets and random warm-up actions, so
 the two paths' learning curves may differ only by floating-point reassociation inside the
@@ -17,14 +17,26 @@ with a cold Inductor cache (the compile path's first compile), ~15 s warm.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from flashsac_bench.analysis.parity import lockstep_divergence, time_to_threshold, verdict
+from flashsac_bench.analysis.parity_runs import (
+    FINAL_METRICS,
+    LOSS_METRICS,
+    ROW_METRICS,
+    TB_METRICS,
+    RunData,
+    group_runs,
+    load_run,
+)
+from flashsac_bench.analysis.parity_stats import mean_ci, permutation_test, t975
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUND = 1e-2
@@ -32,17 +44,9 @@ HORIZON = 16
 SEEDS = (1, 2, 3)
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location(
-        "learning_parity", ROOT / "scripts/learning_parity.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-LP = _script()
+def _parity_script(argv: list[str]) -> int:
+    script = ROOT / "scripts/learning_parity.py"
+    return subprocess.run([sys.executable, str(script), *argv], cwd=ROOT).returncode
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +54,11 @@ def parity_cpu(tmp_path_factory):
     out = tmp_path_factory.mktemp("parity")
     seeds = ",".join(map(str, SEEDS))
     common = ["--preset", "parity_cpu", "--seeds", seeds, "--iterations", str(HORIZON)]
-    rc = LP.main([*common, "--paths", "eager,compile", "--out", str(out / "paths")])
+    rc = _parity_script([*common, "--paths", "eager,compile", "--out", str(out / "paths")])
     assert rc == 0
     # Negative control: eager with a 1% larger learning rate, same seeds.
     lr = ["--override", "learner.lr_peak=3.03e-4", "--override", "learner.lr_init=3.03e-4"]
-    rc = LP.main([*common, "--paths", "eager", *lr, "--out", str(out / "control")])
+    rc = _parity_script([*common, "--paths", "eager", *lr, "--out", str(out / "control")])
     assert rc == 0
     return out
 
@@ -81,12 +85,12 @@ def test_compile_learns_like_eager_on_cpu(parity_cpu):
 
 @pytest.mark.slow
 def test_the_bound_catches_a_one_percent_learning_rate_change(parity_cpu):
-    paths = LP.group_runs([LP.load_run(d) for d in sorted((parity_cpu / "paths/runs").iterdir())])
-    control = [LP.load_run(d) for d in sorted((parity_cpu / "control/runs").iterdir())]
+    paths = group_runs([load_run(d) for d in sorted((parity_cpu / "paths/runs").iterdir())])
+    control = [load_run(d) for d in sorted((parity_cpu / "control/runs").iterdir())]
     for r in control:
         r.path = "eager_lr+1%"
-    grouped = {"eager": paths["eager"], **LP.group_runs(control)}
-    (pair,) = LP.lockstep_divergence(grouped, HORIZON)["pairs"]
+    grouped = {"eager": paths["eager"], **group_runs(control)}
+    (pair,) = lockstep_divergence(grouped, HORIZON)["pairs"]
     for seed, v in pair["seeds"].items():
         assert v["warmup_identical"] is True  # learning-rate changes act only from the updates
         assert v["max_rel"] > BOUND, (seed, v["max_rel"])
@@ -114,52 +118,52 @@ def test_checkpoint_table_recomputed_from_summaries(parity_cpu):
 
 # ---------------------------------------------------------------------------- statistics
 def test_t_quantiles_and_ci():
-    assert LP.t975(1) == 12.706 and LP.t975(2) == 4.303 and LP.t975(30) == 2.042
-    assert LP.t975(60) == pytest.approx(2.000, abs=0.003)  # tabulated t_{0.975,60} = 2.000
-    ci = LP.mean_ci(np.array([1.0, 2.0, 3.0, math.nan]))
+    assert t975(1) == 12.706 and t975(2) == 4.303 and t975(30) == 2.042
+    assert t975(60) == pytest.approx(2.000, abs=0.003)  # tabulated t_{0.975,60} = 2.000
+    ci = mean_ci(np.array([1.0, 2.0, 3.0, math.nan]))
     assert ci["n"] == 3 and ci["mean"] == 2.0
     assert ci["ci95"] == pytest.approx(4.303 / math.sqrt(3))
-    assert LP.mean_ci(np.array([5.0]))["ci95"] is None
+    assert mean_ci(np.array([5.0]))["ci95"] is None
 
 
 def test_permutation_test_exact_by_hand():
     # Complete separation of 3 vs 3: only the observed labeling and its mirror are as extreme.
-    r = LP.permutation_test(np.array([1.0, 2, 3]), np.array([4.0, 5, 6]))
+    r = permutation_test(np.array([1.0, 2, 3]), np.array([4.0, 5, 6]))
     assert r["exact"] and r["p"] == pytest.approx(2 / 20) and r["min_p"] == pytest.approx(0.1)
     assert r["diff"] == -3.0
-    r = LP.permutation_test(np.zeros(5), np.ones(5))
+    r = permutation_test(np.zeros(5), np.ones(5))
     assert r["p"] == pytest.approx(2 / 252)
-    assert LP.permutation_test(np.array([1.0, 2]), np.array([1.0, 2]))["p"] == 1.0
+    assert permutation_test(np.array([1.0, 2]), np.array([1.0, 2]))["p"] == 1.0
     # C(4, 2) = 6 labelings of {1, 2, 3, 4}: |mean differences| 2, 1, 0, 0, 1, 2
-    r = LP.permutation_test(np.array([1.0, 2]), np.array([3.0, 4]))
+    r = permutation_test(np.array([1.0, 2]), np.array([3.0, 4]))
     assert r["p"] == pytest.approx(2 / 6)
 
 
 def test_permutation_test_monte_carlo_agrees_with_exact():
-    r = LP.permutation_test(np.array([1.0, 2, 3]), np.array([4.0, 5, 6]), max_exact=1)
+    r = permutation_test(np.array([1.0, 2, 3]), np.array([4.0, 5, 6]), max_exact=1)
     assert not r["exact"] and abs(r["p"] - 0.1) < 0.01  # sd of the estimate: 0.002
 
 
 def test_verdict_needs_enough_seeds():
     def tests(a, b):
         return [
-            {"pair": ["eager", "compile"], "metric": m, **LP.permutation_test(a, b)}
-            for m in LP.FINAL_METRICS
+            {"pair": ["eager", "compile"], "metric": m, **permutation_test(a, b)}
+            for m in FINAL_METRICS
         ]
 
-    far = LP._verdict(tests(np.zeros(5), np.ones(5)), 0.05, 2)
+    far = verdict(tests(np.zeros(5), np.ones(5)), 0.05, 2)
     assert far["distinguishable"] and far["decidable"] and far["text"].startswith("distinguish")
-    same = LP._verdict(tests(np.arange(5.0), np.arange(5.0)), 0.05, 2)
+    same = verdict(tests(np.arange(5.0), np.arange(5.0)), 0.05, 2)
     assert not same["distinguishable"] and same["decidable"]
-    few = LP._verdict(tests(np.zeros(3), np.ones(3)), 0.05, 2)
+    few = verdict(tests(np.zeros(3), np.ones(3)), 0.05, 2)
     assert not few["decidable"] and few["text"].startswith("undecidable")
 
 
 def _run(path: str, seed: int, **series) -> object:
     n = len(next(iter(series.values())))
-    full = {k: np.full(n, np.nan) for k in (*LP.ROW_METRICS, *LP.LOSS_METRICS, *LP.TB_METRICS)}
+    full = {k: np.full(n, np.nan) for k in (*ROW_METRICS, *LOSS_METRICS, *TB_METRICS)}
     full.update({k: np.asarray(v, float) for k, v in series.items()})
-    return LP.RunData(
+    return RunData(
         run_dir=Path("."),
         path=path,
         seed=seed,
@@ -175,7 +179,7 @@ def _run(path: str, seed: int, **series) -> object:
 def test_time_to_threshold_by_hand():
     lengths = [100, 500, 910, 950, 980, 990]
     tracking = [np.nan, 0.5, np.nan, 0.79, np.nan, 0.85]  # logged every 2nd iteration
-    r = LP.time_to_threshold(
+    r = time_to_threshold(
         _run("eager", 1, episode_length_mean=lengths, tracking_lin_vel_frac=tracking), 900, 0.8
     )
     # Iteration 5 is the first with length >= 900 and (last logged) tracking >= 0.8.
@@ -186,7 +190,7 @@ def test_time_to_threshold_by_hand():
         "loop_s": 3.0,
         "since_start_s": 33.0,
     }
-    never = LP.time_to_threshold(_run("eager", 1, episode_length_mean=[10, 20]), 900, 0.8)
+    never = time_to_threshold(_run("eager", 1, episode_length_mean=[10, 20]), 900, 0.8)
     assert never == {"reached": False}
 
 
@@ -199,7 +203,7 @@ def test_lockstep_divergence_by_hand():
         1: _run("compile", 1, reward_mean=[0, 1, 2.5, 3]),
         2: _run("compile", 2, reward_mean=[1, 2, 3, 4]),
     }
-    out = LP.lockstep_divergence({"eager": ref, "compile": fast}, horizon=4)
+    out = lockstep_divergence({"eager": ref, "compile": fast}, horizon=4)
     assert out["seed_spread"]["reward_mean"] == 1.0  # |ref_1 - ref_2| = 1 everywhere
     (pair,) = out["pairs"]
     s1, s2 = pair["seeds"][1], pair["seeds"][2]

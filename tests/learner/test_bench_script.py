@@ -2,35 +2,34 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+from flashsac_bench.bench.learner_bench import scaling_series
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_bench_learner_times_every_variant_side_by_side(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts/bench_learner.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+def _bench(argv: list[str]) -> subprocess.CompletedProcess:
+    script = ROOT / "scripts/bench_learner.py"
+    return subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
+
+
+def test_bench_learner_times_every_variant_side_by_side(tmp_path):
     out = tmp_path / "rows.json"
     argv = ["--device", "cpu", "--dtype", "float32", "--tiny", "--batch-sizes", "64"]
     argv += ["--updates", "2", "--paths", "eager", "--eager-cycles", "2", "--warmup", "1"]
     argv += ["--gemm-align", "1,8", "--path-variants", "base;projection_gather=true"]
-    assert bench.main([*argv, "--output", str(out)]) == 0
+    proc = _bench([*argv, "--output", str(out)])
+    assert proc.returncode == 0, proc.stderr
     rows = json.loads(out.read_text())
     got = {(r["gemm_align"], json.dumps(r["path_options"])) for r in rows}
     assert got == {(a, json.dumps(o)) for a in (1, 8) for o in ({}, {"projection_gather": True})}
     assert all(r["impl"] == "ours" and r["cycles"] == 2 and r["median_ms"] > 0 for r in rows)
-    table = capsys.readouterr().out.split("ratios within this run")[1]
+    table = proc.stdout.split("ratios within this run")[1]
     assert table.count("projection_gather=True") == 2 and table.count("base") == 2
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts/bench_learner.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
 
 
 def test_compile_only_variants_skip_other_paths_and_the_deadline_stops_new_rows(tmp_path):
@@ -38,7 +37,7 @@ def test_compile_only_variants_skip_other_paths_and_the_deadline_stops_new_rows(
     argv = ["--device", "cpu", "--dtype", "float32", "--tiny", "--batch-sizes", "32,64"]
     argv += ["--updates", "2", "--paths", "eager", "--eager-cycles", "2", "--warmup", "1"]
     argv += ["--path-variants", "base;inductor_cudagraphs=true;fused_optimizer=true"]
-    assert _bench().main([*argv, "--output", str(out)]) == 0
+    assert _bench([*argv, "--output", str(out)]).returncode == 0
     rows = json.loads(out.read_text())
     # inductor_cudagraphs only changes the compile path: no eager row repeats base for it.
     assert [(r["batch_size"], r["path_options"]) for r in rows] == [
@@ -48,13 +47,11 @@ def test_compile_only_variants_skip_other_paths_and_the_deadline_stops_new_rows(
         (64, {"fused_optimizer": True}),
     ]
     late = tmp_path / "late.json"
-    assert _bench().main([*argv, "--deadline-s", "1e-9", "--output", str(late)]) == 0
+    assert _bench([*argv, "--deadline-s", "1e-9", "--output", str(late)]).returncode == 0
     assert not late.exists()  # every configuration started after the deadline: none ran
 
 
 def test_scaling_plot_from_rows(tmp_path):
-    from flashsac_bench.harness.learner_bench import scaling_series
-
     rows = [
         {"impl": i, "path": p, "batch_size": b, "updates_per_step": 8, "median_ms": m,
          "path_options": {} if i == "ours" else None, "device": "NVIDIA H200", "date": "x"}
@@ -72,5 +69,5 @@ def test_scaling_plot_from_rows(tmp_path):
     }
     src, png = tmp_path / "rows.json", tmp_path / "scaling.png"
     src.write_text(json.dumps(rows))
-    assert _bench().main(["--plot-from", str(src), "--plot", str(png)]) == 0
+    assert _bench(["--plot-from", str(src), "--plot", str(png)]).returncode == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import tiny_learner
 
-from flashsac_bench.harness.cost_model import CostCounter, act_cost, cycle_cost
+from flashsac_bench.bench.cost_model import CostCounter, act_cost, cycle_cost
 
 
 def test_counts_matmul_flops_and_bytes_by_hand() -> None:

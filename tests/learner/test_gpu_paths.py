@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from flashsac_bench.harness.synthetic import Setup, build_learner
+from flashsac_bench.bench.synthetic import Setup, build_learner
 
 pytestmark = pytest.mark.gpu
 

@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location(
-        "validate_numerics", ROOT / "scripts/validate_numerics.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _validate_numerics(argv: list[str]) -> int:
+    script = ROOT / "scripts/validate_numerics.py"
+    return subprocess.run([sys.executable, str(script), *argv]).returncode
 
 
 def test_eager_and_compile_agree_on_cpu(tmp_path):
     out = tmp_path / "numerics.json"
     argv = ["--device", "cpu", "--paths", "eager,compile", "--tiny", "--batch-size", "64"]
-    rc = _script().main([*argv, "--num-envs", "16", "--iterations", "10", "--output", str(out)])
+    rc = _validate_numerics([*argv, "--num-envs", "16", "--iterations", "10", "--output", str(out)])
     report = json.loads(out.read_text())
     assert rc == 0 and report["ok"], report
     for r in report["reports"]:
@@ -40,7 +37,7 @@ def test_compiled_rng_and_gathered_projection_agree_with_eager_on_cpu(tmp_path):
     out = tmp_path / "numerics.json"
     argv = ["--device", "cpu", "--paths", "eager,compile", "--tiny", "--batch-size", "64"]
     options = ["--path-options", "compile_rng=true,projection_gather=true", "--updates", "2"]
-    rc = _script().main(
+    rc = _validate_numerics(
         [*argv, *options, "--num-envs", "16", "--iterations", "4", "--output", str(out)]
     )
     report = json.loads(out.read_text())
@@ -57,8 +54,8 @@ def _bf16_compare(monkeypatch, sabotage: float) -> dict:
     1 + sabotage (a wrong-step-size bug), judged against the fp32 oracle."""
     import torch
 
-    from flashsac_bench.harness import numerics
-    from flashsac_bench.harness.synthetic import Setup
+    from flashsac_bench.bench import numerics
+    from flashsac_bench.bench.synthetic import Setup
 
     real_build = numerics.build_learner
 

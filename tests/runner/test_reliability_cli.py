@@ -4,7 +4,6 @@ its comparison and resumes with the printed command; a long CPU run is warned ab
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 import signal
@@ -16,10 +15,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from runner_helpers import REPO, cli_overrides, fake_env_environ, read_summary, run_cli
+from runner_helpers import cli_overrides, fake_env_environ, read_summary, run_cli
 
+from flashsac_bench.analysis.compare import comparison_frame
+from flashsac_bench.analysis.parity_runs import load_run
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
-from flashsac_bench.runner.compare import comparison_frame
 from flashsac_bench.runner.liveness import run_state
 from flashsac_bench.runner.resume import ResumeError, find_checkpoint, plan_resume
 
@@ -67,16 +67,6 @@ def _wait_for(predicate, what: str, timeout: float = 120.0) -> None:
         time.sleep(0.1)
 
 
-def _load_parity_script():
-    spec = importlib.util.spec_from_file_location(
-        "learning_parity_for_stale", REPO / "scripts" / "learning_parity.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_sigkilled_run_is_stale_for_every_reader(tmp_path):
     run = tmp_path / "run"
     args = [*cli_overrides(8, 100_000), "run.checkpoint_every=5", f"hydra.run.dir={run}"]
@@ -111,8 +101,7 @@ def test_a_sigkilled_run_is_stale_for_every_reader(tmp_path):
     assert row["status"] == "stale" and row["last_checkpoint"] == str(newest)
     assert not row["complete"]
     # the learning-parity analysis
-    parity = _load_parity_script()
-    loaded = parity.load_run(run)
+    loaded = load_run(run)
     assert loaded.status == "stale" and loaded.last_checkpoint == str(newest)
     # resume: continues from the last checkpoint, saying the run was stale
     at = int(load_checkpoint(newest, mmap=True)["iteration"])

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from runner_helpers import REPO, cli_overrides, read_summary, run_cli
 
-from flashsac_bench.runner.compare import comparison_frame, find_run_dirs, write_comparison
+from flashsac_bench.analysis.compare import comparison_frame, find_run_dirs, write_comparison
 from flashsac_bench.runner.summary import write_json
 
 

@@ -26,12 +26,15 @@ step) is O(1) of the movement, far above bf16 rounding, and fails it.
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import torch
 
-from flashsac_bench.harness.synthetic import Setup, build_learner
+from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.learner import FlashSACLearner
 
 GROUPS = {
@@ -249,3 +252,48 @@ def compare_paths(
         "checks": checks,
         "ok": all(c["ok"] for c in checks),
     }
+
+
+def validate(
+    setups: list[Setup],
+    paths: list[str],
+    iterations: int,
+    matmul_precision: str,
+    output: Path | None = None,
+) -> int:
+    """scripts/validate_numerics.py: compare `paths` with eager (the first) at every setup,
+    write the JSON report to `output`, print the table; 0 when every check and pair passed."""
+    reports = [compare_paths(setup, paths, iterations, matmul_precision) for setup in setups]
+    ok = all(r["ok"] for r in reports)
+    summary = {"ok": ok, "argv": sys.argv, "reports": reports}
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(summary, indent=2))
+    print(
+        f"{'updates':>7} {'pair':>20} {'params':>9} {'buffers':>9} {'adam':>9} {'metrics':>9} "
+        f"{'tol':>7}  ok   (lockstep, worst ||diff|| / ||movement|| per cycle)"
+    )
+    for r in reports:
+        u = r["setup"]["updates_per_step"]
+        for pair in r["pairs"]:
+            w = pair["lockstep_worst_rel"]
+            print(
+                f"{u:>7} {' vs '.join(pair['pair']):>20} {w['parameters']:9.2e} "
+                f"{w['bn_buffers']:9.2e} {w['optimizer_state']:9.2e} {w['metrics']:9.2e} "
+                f"{pair['tolerance']['state_rel']:7.0e}  {pair['ok']}"
+            )
+            acc = pair["accuracy_vs_fp32_oracle"]
+            if acc:
+                print(
+                    f"{'':>7} {'error vs fp32 oracle':>20} "
+                    + " ".join(
+                        f"{acc[k]['fast_err']:9.2e}"
+                        for k in ("parameters", "bn_buffers", "optimizer_state", "metrics")
+                    )
+                    + f"  (eager: {max(v['eager_err'] for v in acc.values()):.2e}, worst ratio "
+                    f"{max(v['ratio'] for v in acc.values()):.2f}, bound 1.5)"
+                )
+        failed = [c["check"] for c in r["checks"] if not c["ok"]]
+        print(f"{u:>7} checks: {'all passed' if not failed else 'FAILED: ' + '; '.join(failed)}")
+    print("NUMERICS", "OK" if ok else "FAILED")
+    return 0 if ok else 1

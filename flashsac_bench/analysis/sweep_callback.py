@@ -23,7 +23,7 @@ current_sweep_dir: Path | None = None
 
 
 def rebuild(sweep_dir: Path) -> dict[str, Path] | None:
-    from flashsac_bench.runner.compare import write_comparison
+    from flashsac_bench.analysis.compare import write_comparison
 
     try:
         files = write_comparison([sweep_dir], sweep_dir)

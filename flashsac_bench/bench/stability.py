@@ -10,12 +10,15 @@ a synchronous read taken right after that replay).
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-from flashsac_bench.harness.synthetic import Setup, build_learner
+from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.state import M
 
 
@@ -96,3 +99,18 @@ def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:
         "checks": checks,
         "ok": all(c["ok"] for c in checks),
     }
+
+
+def validate(setup: Setup, replays: int, output: Path | None = None) -> int:
+    """scripts/validate_replay_stability.py: run the replays, write the JSON report to `output`
+    and print every check; 0 when all passed."""
+    torch.set_float32_matmul_precision("high")
+    report = replay_stability(setup, replays)
+    report["argv"] = sys.argv
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(report, indent=2) + "\n")
+    for c in report["checks"]:
+        print(f"{'ok ' if c['ok'] else 'FAIL'} {c['check']} {c.get('values', '')}")
+    print("REPLAY STABILITY", "OK" if report["ok"] else "FAILED")
+    return 0 if report["ok"] else 1

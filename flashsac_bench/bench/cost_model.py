@@ -13,11 +13,16 @@ Matmul operands are counted in the learner's matmul dtype only when the run uses
 
 from __future__ import annotations
 
+import json
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from flashsac_bench.bench.synthetic import Setup, build_learner
 
 _MATMULS = {"mm", "bmm", "addmm", "baddbmm"}
 _GATHERS = {"index_select"}  # (source, dim, index)
@@ -130,3 +135,63 @@ def act_cost(learner, num_envs: int) -> CycleCost:
         learner.act(obs, dones)
     learner.state.restore(snap)
     return counter.cost
+
+
+def cost_table(
+    batch_sizes: list[int],
+    updates: list[int],
+    dtype: str,
+    gemm_align: int,
+    tflops: float,
+    bandwidth: float,
+    tiny: bool = False,
+    output: Path | None = None,
+) -> int:
+    """scripts/cycle_cost.py: the cost and floors of one cycle (and of one act) per batch size
+    and update ratio at `tflops` TFLOP/s and `bandwidth` TB/s; printed, and written to `output`."""
+    rows = []
+    for b in batch_sizes:
+        for u in updates:
+            setup = Setup(
+                batch_size=b,
+                updates_per_step=u,
+                capacity_batches=2,
+                tiny=tiny,
+                dtype=dtype,
+                device="cpu",
+                gemm_align=gemm_align,
+            )
+            learner = build_learner(setup, "eager")
+            cost = cycle_cost(learner)
+            floors = cost.floors_ms(tflops, bandwidth)
+            row = {
+                "batch_size": b,
+                "updates_per_step": u,
+                "dtype": dtype,
+                "gemm_align": gemm_align,
+                "aten_ops": cost.ops,
+                "matmuls": cost.matmuls,
+                "matmul_gflop": round(cost.matmul_flops / 1e9, 3),
+                "matmul_mb": round(cost.matmul_bytes / 1e6, 1),
+                "other_mb": round(cost.other_bytes / 1e6, 1),
+                "matmul_floor_ms": round(floors["matmul_ms"], 4),
+                "traffic_floor_ms": round(floors["traffic_ms"], 4),
+                "top_ops": dict(cost.by_op.most_common(12)),
+            }
+            act = act_cost(learner, setup.num_envs)  # the runner's per-iteration act
+            row["act_aten_ops"] = act.ops
+            row["act_top_ops"] = dict(act.by_op.most_common(10))
+            rows.append(row)
+            print(
+                f"B={b:<5} u{u}: {cost.ops} aten ops ({cost.matmuls} matmuls), "
+                f"{row['matmul_gflop']} GFLOP -> {row['matmul_floor_ms']:.3f} ms at "
+                f"{tflops:g} TFLOP/s; {row['matmul_mb'] + row['other_mb']:.0f} MB moved "
+                f"unfused -> {row['traffic_floor_ms']:.3f} ms at {bandwidth:g} TB/s",
+                flush=True,
+            )
+            print(f"  act ({setup.num_envs} envs): {act.ops} aten ops {row['act_top_ops']}")
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        report = {"argv": sys.argv, "tflops": tflops, "bandwidth_tb_s": bandwidth}
+        output.write_text(json.dumps({**report, "rows": rows}, indent=2) + "\n")
+    return 0

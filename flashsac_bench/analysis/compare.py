@@ -12,7 +12,6 @@ eager runs of one setup (repeats) are averaged. 100 * (1 - run / eager): positiv
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -245,20 +244,12 @@ def write_comparison(
     return files
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="scripts/compare.py",
-        description="Rebuild comparison.csv/.md/.png from run dirs or sweep dirs.",
-    )
-    parser.add_argument("dirs", nargs="+", help="run dirs (with summary.json) or sweep dirs")
-    parser.add_argument(
-        "--out",
-        help="output folder (default: the single dir given, else the current directory)",
-    )
-    args = parser.parse_args(argv)
-    out = args.out or (args.dirs[0] if len(args.dirs) == 1 else ".")
+def report(dirs: Sequence[str | Path], out: str | Path | None = None) -> int:
+    """scripts/compare.py: write the comparison of `dirs` into `out` (default: the single dir
+    given, else the current directory) and print its files; an exit status."""
+    out = out or (dirs[0] if len(dirs) == 1 else ".")
     try:
-        files = write_comparison(args.dirs, out)
+        files = write_comparison(dirs, out)
     except OSError as err:  # a missing dir, an unwritable --out: one line, no traceback
         text = (
             err.strerror

@@ -1,0 +1,80 @@
+"""Kernels per update cycle and where the GPU time goes (scripts/profile_cycle.py): the CUDA
+activity of a few cycles under torch.profiler, beside the wall-clock median of the same learner."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from flashsac_bench.bench.learner_bench import time_calls
+from flashsac_bench.bench.synthetic import Setup, build_learner
+
+
+def profile_cycle(
+    setup: Setup,
+    path: str,
+    options: dict,
+    cycles: int,
+    top: int,
+    output: Path | None = None,
+) -> int:
+    """Profile `cycles` update cycles of `path` (Inductor `options`), print the `top` kernels
+    by GPU time and write the whole report to `output`."""
+    torch.set_float32_matmul_precision("high")
+    learner = build_learner(setup, path, inductor_options=options)
+    learner.warmup()
+    wall = time_calls(learner.update, learner.device, 50, 5)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(cycles):
+            learner.update()
+        torch.cuda.synchronize()
+    per_name: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    kernels, gpu_us = 0, 0.0
+    for evt in prof.events():
+        if evt.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        dur = evt.device_time_total if hasattr(evt, "device_time_total") else evt.cuda_time_total
+        kernels += 1
+        gpu_us += dur
+        per_name[evt.name][0] += 1
+        per_name[evt.name][1] += dur
+    n = cycles
+    ranked = sorted(per_name.items(), key=lambda kv: -kv[1][1])
+    leading = ranked[:top]
+    report = {
+        "setup": {
+            "batch_size": setup.batch_size,
+            "updates": setup.updates_per_step,
+            "path": path,
+            "inductor_options": options,
+        },
+        "wall_median_ms": statistics.median(wall),
+        "kernels_per_cycle": kernels / n,
+        "gpu_ms_per_cycle": gpu_us / n / 1e3,
+        "us_per_kernel": gpu_us / max(kernels, 1),
+        "top": [
+            {"name": k[:120], "launches_per_cycle": v[0] / n, "us_per_cycle": v[1] / n}
+            for k, v in leading
+        ],
+        "all_kernels": [
+            {"name": k[:200], "launches_per_cycle": v[0] / n, "us_per_cycle": v[1] / n}
+            for k, v in ranked
+        ],
+    }
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(report, indent=2) + "\n")
+    print(
+        f"B={setup.batch_size} u{setup.updates_per_step} {path} {options}: "
+        f"wall {report['wall_median_ms']:.3f} ms, {report['kernels_per_cycle']:.0f} "
+        f"kernels/cycle, {report['gpu_ms_per_cycle']:.3f} GPU ms/cycle, "
+        f"{report['us_per_kernel']:.2f} us/kernel"
+    )
+    for row in report["top"]:
+        print(f"{row['us_per_cycle']:9.1f} us {row['launches_per_cycle']:6.1f}x  {row['name']}")
+    return 0

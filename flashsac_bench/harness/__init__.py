@@ -1,1 +1,0 @@
-"""Reusable pieces of the validation and benchmark scripts (scripts/ holds thin CLIs)."""
