@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import signal
 import sys
 import threading
@@ -35,7 +34,7 @@ import numpy as np
 import torch
 
 from flashsac_bench.checks import check_runtime
-from flashsac_bench.cli_errors import Aborted, debug_enabled
+from flashsac_bench.cli_errors import debug_enabled
 from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import VecEnv
@@ -48,7 +47,6 @@ from flashsac_bench.runner.liveness import (
     HEARTBEAT_EVERY_S,
     HEARTBEAT_NAME,
     Heartbeat,
-    last_checkpoint,
     writer_identity,
 )
 from flashsac_bench.runner.progress import Progress
@@ -730,74 +728,3 @@ def _env_plan_fields(plan: EnvPlan) -> dict[str, Any]:
 
 def _r(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _hydra_context() -> tuple[Path | None, dict[str, Any]]:
-    """Hydra's run dir and a reconstruction of the command (job processes launched by
-    submitit do not see the user's argv)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
-
-        hc = HydraConfig.get()
-    except (ImportError, ValueError):
-        return None, {"argv": list(sys.argv), "cwd": os.getcwd()}
-    overrides = list(hc.overrides.task)
-    multirun = hc.mode == RunMode.MULTIRUN
-    cmd = ["python", "-m", "flashsac_bench", *(["-m"] if multirun else []), *overrides]
-    return Path(hc.runtime.output_dir), {
-        "command": shlex.join(cmd),
-        "argv": list(sys.argv),
-        "overrides": overrides,
-        "cwd": os.getcwd(),
-        "mode": "multirun" if multirun else "run",
-        "job_num": hc.job.get("num"),
-    }
-
-
-def train(
-    config: Config,
-    raw_cfg: Any = None,
-    *,
-    run_dir: str | os.PathLike[str] | None = None,
-    env_factory: EnvFactory | None = None,
-    collector_timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> float | None:
-    """Run one training run; returns the median iter_ms (what a Hydra sweeper would minimize)."""
-    hydra_dir, command = _hydra_context()
-    out = Path(run_dir) if run_dir is not None else hydra_dir
-    if out is None:
-        out = Path("outputs") / time.strftime("%Y-%m-%d/%H-%M-%S")
-    composed = None
-    if raw_cfg is not None:
-        from omegaconf import OmegaConf
-
-        composed = OmegaConf.to_container(raw_cfg, resolve=True)
-    runner = Runner(
-        config,
-        out,
-        composed=composed,  # type: ignore[arg-type]
-        command=command,
-        env_factory=env_factory,
-        collector_timeout_s=collector_timeout_s,
-    )
-    try:
-        summary = runner.run()
-    except KeyboardInterrupt as err:
-        if isinstance(err, Aborted):
-            raise
-        raise Aborted(_abort_message(runner, err)) from None
-    return (summary.get("iter_ms") or {}).get("median")
-
-
-def _abort_message(runner: Runner, err: KeyboardInterrupt) -> str:
-    """What a second Ctrl-C kept, and the command that continues from there."""
-    signame = str(err) or "SIGINT"
-    head = f"aborted by a second {signame} during iteration {runner.done_iterations}"
-    ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
-    source = runner.run_dir if ckpt else runner.resumed_from
-    if source is None:
-        return f"{head}; no checkpoint was written (rerun to start over)"
-    cmd = resume_command(runner.command, runner.run_dir, Path(source))
-    kept = f"last checkpoint {ckpt or source}"
-    return f"{head} (nothing of it was saved); {kept}; continue with: {cmd}"
