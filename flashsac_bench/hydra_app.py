@@ -83,11 +83,11 @@ def train(
 def _abort_message(runner: Runner, err: KeyboardInterrupt) -> str:
     """What a second Ctrl-C kept, and the command that continues from there."""
     signame = str(err) or "SIGINT"
-    head = f"aborted by a second {signame} during iteration {runner.done_iterations}"
+    head = f"aborted by a second {signame} during iteration {runner.state.done_iterations}"
     ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
-    source = runner.run_dir if ckpt else runner.resumed_from
+    source = runner.run_dir if ckpt else runner.state.resumed_from
     if source is None:
         return f"{head}; no checkpoint was written (rerun to start over)"
-    cmd = resume_command(runner.command, runner.run_dir, Path(source))
+    cmd = resume_command(runner.info.command, runner.run_dir, Path(source))
     kept = f"last checkpoint {ckpt or source}"
     return f"{head} (nothing of it was saved); {kept}; continue with: {cmd}"

@@ -212,6 +212,11 @@ class Collector:
             self._requests.put(None)
             self._thread.join(timeout=5.0)
 
+    def close(self) -> None:
+        """Let an in-flight tick finish, then stop the thread (before the env is closed)."""
+        self.drain()
+        self.stop()
+
     def drain(self) -> None:
         """Let an in-flight tick finish (bounded by timeout_s) so the env can be closed safely."""
         if self._thread is None or self.idle or self.hung:
