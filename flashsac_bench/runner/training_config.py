@@ -3,9 +3,9 @@ device `auto` picked, the env plan, the learner's update counts), checked again 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
-from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.root import Config
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
@@ -16,38 +16,42 @@ def learning_starts_rows(c: Config) -> int:
 
 
 def static(c: Config) -> dict[str, Any]:
-    """What the config alone decides (before any env or learner is built)."""
-    return {
-        "iterations": c.run.iterations,
-        "summary_last": c.run.summary_last,
-        "skip_first": c.run.skip_first,
-        "num_envs": c.run.num_envs,
-        "batch_size": c.replay.batch_size,
-        "replay_buffer_n": c.replay.replay_buffer_n,
-        "replay_capacity": c.replay_capacity,
-        "learning_starts": c.replay.learning_starts,
-        "learning_starts_rows": learning_starts_rows(c),
-        "update": c.update.name,
-        "updates_per_step": c.update.updates_per_step,
-        "policy_frequency": c.update.policy_frequency,
-        "target_frequency": c.update.target_frequency,
-        "policy_before_critic": c.update.policy_before_critic,
-        "path": c.path.name,
-        "compile_mode": c.path.compile_mode,
-        "inductor_cudagraphs": c.path.resolved_inductor_cudagraphs(c.hardware.resolved_device()),
-        "hardware": c.hardware.name,
-        "device": c.hardware.resolved_device(),
+    """What the config alone decides (before any env or learner is built). A group's option
+    name is stored under the group's name; device settings as resolved (`auto` picked)."""
+    run, replay = asdict(c.run), asdict(c.replay)
+    device = c.hardware.resolved_device()
+    path = {**asdict(c.path), "inductor_cudagraphs": c.path.resolved_inductor_cudagraphs(device)}
+    hardware = {
+        **asdict(c.hardware),
+        "device": device,
         "dtype": c.hardware.resolved_dtype(),
-        "matmul_precision": c.hardware.matmul_precision,
         "gemm_align": c.hardware.resolved_gemm_align(),
-        "torch_threads": c.hardware.torch_threads,
+    }
+    plan = asdict(c.backend.plan(c.run.num_envs))
+    return {
+        **_pick(run, "iterations", "summary_last", "skip_first", "num_envs"),
+        **_pick(replay, "batch_size", "replay_buffer_n"),
+        "replay_capacity": c.replay_capacity,
+        **_pick(replay, "learning_starts"),
+        "learning_starts_rows": learning_starts_rows(c),
+        **_named("update", asdict(c.update)),
+        **_named("path", _pick(path, "name", "compile_mode", "inductor_cudagraphs")),
+        **_named(
+            "hardware",
+            _pick(
+                hardware,
+                "name",
+                "device",
+                "dtype",
+                "matmul_precision",
+                "gemm_align",
+                "torch_threads",
+            ),
+        ),
         "backend": c.backend.name,
-        **_env_plan_fields(c.backend.plan(c.run.num_envs)),
+        **{f"env_{key}": value for key, value in plan.items()},
         "task": c.task.name,
-        "seed": c.run.seed,
-        "time_limit_s": c.run.time_limit_s,
-        "capture_device_steps": c.run.capture_device_steps,
-        "overlap_store": c.run.overlap_store,
+        **_pick(run, "seed", "time_limit_s", "capture_device_steps", "overlap_store"),
     }
 
 
@@ -75,9 +79,10 @@ def executor_name(learner: FlashSACLearner) -> str:
     return str(ex.name)
 
 
-def _env_plan_fields(plan: EnvPlan) -> dict[str, Any]:
-    return {
-        "env_mode": plan.mode,
-        "env_workers": plan.workers,
-        "env_threads": plan.threads,
-    }
+def _pick(fields: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {name: fields[name] for name in names}
+
+
+def _named(group: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A group's fields with its option `name` stored under the group's name."""
+    return {group if key == "name" else key: value for key, value in fields.items()}
