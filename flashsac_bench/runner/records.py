@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from flashsac_bench.config.root import Config
+from flashsac_bench.learner.state import METRICS
 from flashsac_bench.runner.collector import TickResult
 from flashsac_bench.runner.liveness import HEARTBEAT_EVERY_S, HEARTBEAT_NAME, writer_identity
 from flashsac_bench.runner.progress import Progress
@@ -32,19 +33,6 @@ from flashsac_bench.runner.summary import (
 
 # Finished episodes the running return / length means are taken over (UniLab uses 100).
 EPISODE_WINDOW = 100
-METRIC_KEYS = (
-    "critic_loss",
-    "actor_loss",
-    "entropy",
-    "temperature_loss",
-    "temperature",
-    "reward_scale",
-    "q_mean",
-    "critic_lr",
-    "actor_lr",
-    "critic_skipped",
-    "actor_skipped",
-)
 
 
 @dataclass(frozen=True)
@@ -147,7 +135,7 @@ class Records:
             "episode_length_mean": float(np.mean(self.lengths)) if self.lengths else None,
             "time_s": time.perf_counter() - (self.loop_t0 or marks.start),
         }
-        row.update({key: None for key in METRIC_KEYS})
+        row.update({key: None for key in METRICS})
         return row
 
     def add(self, row: dict[str, Any]) -> None:
@@ -161,7 +149,7 @@ class Records:
         row, self.pending = self.pending, None
         assert row is not None
         row["learner_train_ms"] = learner_train_ms
-        row.update({key: metrics[key] for key in METRIC_KEYS})
+        row.update({key: metrics[key] for key in METRICS})
         self._window.append(row)
 
     # ------------------------------------------------------------------ progress, TensorBoard
@@ -265,7 +253,7 @@ class Records:
             **timing_block(rows, self.num_envs),
             "wall_s": time.perf_counter() - self.loop_t0 if self.loop_t0 else None,
             "final_metrics": (
-                {k: last_metrics[k] for k in (*METRIC_KEYS, "reward_mean", "episode_return_mean")}
+                {k: last_metrics[k] for k in (*METRICS, "reward_mean", "episode_return_mean")}
                 if last_metrics
                 else None
             ),
