@@ -1,4 +1,4 @@
-"""Which callable builds the envs.
+"""Which callable builds the envs (`build_env` calls it and checks what it returns).
 
 The default is `flashsac_bench.envs.make_env` (task + backend). FLASHSAC_BENCH_ENV_FACTORY=
 "module:attr" names any callable with the same signature instead; it reaches Hydra multirun and
