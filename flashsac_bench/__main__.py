@@ -27,7 +27,7 @@ _HYDRA_ONLY = {".hydra"}
 def _hydra_main(cfg: DictConfig) -> float | None:
     try:
         config = to_config(cfg)
-        from flashsac_bench.runner import train
+        from flashsac_bench.hydra_app import train
 
         return train(config, cfg)
     except Exception as err:

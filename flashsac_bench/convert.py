@@ -142,8 +142,8 @@ def unilab_to_flashsac(
 ) -> dict[str, Any]:
     """A learner-only runner checkpoint payload from a UniLab state dict."""
     from flashsac_bench.learner.learner import Dims, FlashSACLearner
+    from flashsac_bench.runner import training_config
     from flashsac_bench.runner.checkpoint import CHECKPOINT_FORMAT, LEARNER_ONLY
-    from flashsac_bench.runner.loop import Runner
 
     arch = ui.architecture(sd)
     ui.check_architecture(arch, config.learner)
@@ -165,9 +165,8 @@ def unilab_to_flashsac(
         seed=config.run.seed,
     )
     ui.load_unilab_state(learner, sd)
-    runner = Runner(config, Path("."))  # only for the training_config every checkpoint holds
-    runner.learner = learner
-    runner._update_training_config(dims)
+    # The training_config every checkpoint holds.
+    tc = {**training_config.static(config), **training_config.learner_fields(learner, dims)}
     update_count = int(sd["update_count"])
     return {
         "format": CHECKPOINT_FORMAT,
@@ -179,7 +178,7 @@ def unilab_to_flashsac(
         "staging": None,
         "episodes": {"returns": [], "lengths": []},
         "rows_all": [],
-        "training_config": runner.training_config,
+        "training_config": tc,
         "config": composed,
         "converted_from": {
             "kind": f"unilab-rl {ui.UNILAB_RL_VERSION} FlashSACLearner.get_state_dict()",

@@ -1,7 +1,8 @@
 """Training runner: collector/learner overlap, device replay, timing summaries, sweeps.
 
-`train` is imported lazily so that readers of runner.summary / runner.liveness (the sweep
-comparison, whose Hydra callback is instantiated for every command) do not pull in torch.
+`train` (flashsac_bench.hydra_app.train, one run from a composed config) is imported lazily so
+that `flashsac_bench.analysis.sweep_callback` (instantiated by Hydra for every command) does not pull
+in torch.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 
 def train(config: Any, raw_cfg: Any = None, **kwargs: Any) -> float | None:
-    from flashsac_bench.runner.loop import train as _train
+    from flashsac_bench.hydra_app import train as _train
 
     return _train(config, raw_cfg, **kwargs)
 

@@ -8,7 +8,7 @@ Files are torch pickles (env state may hold numpy arrays); load only checkpoints
 A learner-only checkpoint (`kind: learner_only`, written by `python -m flashsac_bench.convert`
 from a unilab-rl checkpoint, which has no replay or env state) holds the learner state and the
 config but `replay`, `env` and `staging` are None; a run resumed from it refills its replay
-first (runner.loop.Runner._restore).
+first (runner.lifecycle.restore).
 """
 
 from __future__ import annotations

@@ -1,22 +1,25 @@
-"""The two small device steps around each env step: act, and store the tick's rows.
+"""What an iteration runs on the device besides the env step.
 
-  act:   observations (host) -> exploration actions (host)
-  store: packed transitions (host) -> replay ring, reward statistics
+  act:    observations (host) -> exploration actions (host)
+  store:  packed transitions (host) -> replay ring, reward statistics
+  update: the learner's update cycle + an async copy of its metrics to the host, timed; the
+          time and the metrics are read one iteration late (`late_values`), once the next act
+          has synchronized past them
 
-They are not part of the update cycle, but they sit on the iteration's serial path (the env
-step needs the actions; the next act needs the ring and statistics), so their host cost adds
-directly to iter_ms: as plain eager calls they took ~5.3 ms and ~1.1 ms per iteration on the
-H200 while the env step took ~19 ms (docs/benchmarks.md). On CUDA each is therefore captured
-once as its own small CUDA graph (`run.capture_device_steps`, every path, so that the paths
-differ only in how the update cycle runs); the host then issues three copies and one replay
-per step. The graphs run the same kernels as the eager calls (tests/runner/test_runner_gpu.py
-compares them bit for bit). Host <-> device copies stay outside the graphs, from and into the
-pinned staging buffers.
+Act and store are not part of the update cycle, but they sit on the iteration's serial path
+(the env step needs the actions; the next act needs the ring and statistics), so their host
+cost adds directly to iter_ms (docs/benchmarks.md, "Step graphs"). On CUDA each is therefore
+captured once as its own small CUDA graph (`run.capture_device_steps`, every path, so that the
+paths differ only in how the update cycle runs); the host then issues three copies and one
+replay per step. The graphs run the same kernels as the eager calls
+(tests/runner/test_runner_gpu.py compares them bit for bit). Host <-> device copies stay outside
+the graphs, from and into the pinned staging buffers.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from collections.abc import Callable
 
@@ -24,6 +27,7 @@ import torch
 
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.collector import Staging
+from flashsac_bench.runner.timing import LearnerTimer
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +54,12 @@ class DeviceSteps:
         self.u_col = lay.span("truncated")[0]
         self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
         self.capture_error: str | None = None
+        self._waiting: int | None = None  # staging slab whose tick is not stored yet
+        self.timer = LearnerTimer(learner.device)
+        # Pinned on CUDA, so that the metric copy is asynchronous.
+        self.metrics_host = torch.zeros(len(learner.metric_names), pin_memory=self.cuda)
 
-    # ------------------------------------------------------------------ the two steps
+    # ------------------------------------------------------------------ the steps
     def _act(self) -> None:
         self.actions.copy_(self.learner.act(self.obs, self.dones))
 
@@ -92,6 +100,30 @@ class DeviceSteps:
             self._run("store", self._store)
         else:
             self._store_rows(host_slab)
+
+    def store_later(self, slab: int) -> None:
+        """Mark staging slab `slab`'s tick for the next `flush_store`."""
+        self._waiting = slab
+
+    def flush_store(self) -> float:
+        """Store the tick waiting in a staging slab, if any; returns the host ms it took."""
+        if self._waiting is None:
+            return 0.0
+        t = time.perf_counter()
+        self.store(self.staging.slabs_t[self._waiting])
+        self._waiting = None
+        return (time.perf_counter() - t) * 1e3
+
+    def update(self) -> None:
+        """Launch the update cycle and the copy of its metrics (see `late_values`)."""
+        self.timer.start()
+        self.learner.update()
+        self.metrics_host.copy_(self.learner.metrics_tensor(), non_blocking=True)
+        self.timer.stop()
+
+    def late_values(self) -> tuple[float | None, dict[str, float]]:
+        """The last update's learner_train_ms and metrics; call after the next `act`."""
+        return self.timer.read(), self.learner.metrics_from(self.metrics_host)
 
     def sync(self) -> None:
         self.event.record()

@@ -1,4 +1,4 @@
-"""Which callable builds the envs.
+"""Which callable builds the envs (`build_env` calls it and checks what it returns).
 
 The default is `flashsac_bench.envs.make_env` (task + backend). FLASHSAC_BENCH_ENV_FACTORY=
 "module:attr" names any callable with the same signature instead; it reaches Hydra multirun and
@@ -9,6 +9,7 @@ a small fake env. A variable that names nothing callable is an EnvFactoryError (
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -19,6 +20,8 @@ from flashsac_bench.envs.api import VecEnv
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig
     from flashsac_bench.config.task import TaskConfig
+
+log = logging.getLogger("flashsac_bench.runner")
 
 ENV_FACTORY_VAR = "FLASHSAC_BENCH_ENV_FACTORY"
 
@@ -39,6 +42,32 @@ def resolve_env_factory(override: EnvFactory | None = None) -> EnvFactory:
     from flashsac_bench.envs import make_env  # type: ignore[attr-defined]
 
     return make_env
+
+
+def build_env(
+    override: EnvFactory | None, task: TaskConfig, backend: BackendConfig, num_envs: int, seed: int
+) -> VecEnv:
+    env = resolve_env_factory(override)(task, backend, num_envs, seed)
+    if not isinstance(env, VecEnv):
+        raise TypeError(f"the env factory returned {type(env).__name__}, not a VecEnv")
+    return env
+
+
+def warn_oversubscription(env_threads: int) -> None:
+    """A CPU learner: warn when its threads and the env's do not fit the cores."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    learner = torch.get_num_threads()
+    if cores and learner + env_threads > cores:
+        log.warning(
+            "learner threads (%d) + env threads (%d) exceed the %d cores this process may "
+            "use; OpenMP spin-waits then slow update cycles many-fold while the collector "
+            "runs. Set hardware.torch_threads and backend.num_threads to split the cores.",
+            learner,
+            env_threads,
+            cores,
+        )
 
 
 def env_factory_is_default(override: EnvFactory | None = None) -> bool:

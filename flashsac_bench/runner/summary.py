@@ -33,6 +33,8 @@ EXTRA_TIMINGS = (
     "bookkeeping_ms",
 )
 
+# The one definition of what each timing measures. collector_cycle_ms is the work the learner's
+# cycle has to hide; in steady state iter_ms is the training period (one env step of every env).
 TIMING_SEMANTICS = {
     "learner_train_ms": (
         "update cycle + async metric copy; CUDA: event span on the learner stream (GPU time), "

@@ -1,16 +1,7 @@
 """Per-iteration timers and the summary statistics of timing series.
 
-Semantics (documented in README "Running" and in summary.json's `timing_semantics`):
-
-* `learner_train_ms`: the update cycle plus the async metric copy. On CUDA this is the span
-  between two CUDA events recorded on the learner's stream around it (GPU time, read one
-  iteration late so reading it never blocks); on the CPU, the host wall time of the calls.
-* `collector_cycle_ms`: the collector thread's busy time for one tick: env.step plus packing the
-  transition rows. Unlike UniLab's it excludes waiting for actions, so it is the work the
-  learner's cycle has to hide.
-* `iter_ms`: the host wall time of a whole iteration (action hand-off, update launch, collector
-  join, replay insert, reward statistics, logging), excluding checkpoint writes. In steady state
-  it is the training period: one env step of every env.
+What each timing measures is defined in one place: `TIMING_SEMANTICS` in runner.summary (copied
+into every summary.json as `timing_semantics`).
 """
 
 from __future__ import annotations

@@ -46,10 +46,10 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> TrainedRun:
     finally:
         torch.set_num_threads(threads)
         torch.set_float32_matmul_precision(precision)
-    assert runner.learner is not None and runner.checkpoints
+    assert runner.parts is not None and runner.state.checkpoints
     return TrainedRun(
         run_dir=run_dir,
-        checkpoint=Path(runner.checkpoints[-1]["path"]),
-        learner=runner.learner,
+        checkpoint=Path(runner.state.checkpoints[-1]["path"]),
+        learner=runner.parts.learner,
         iterations=TINY_RUN["run"]["iterations"],
     )

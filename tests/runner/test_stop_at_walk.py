@@ -9,7 +9,8 @@ import pytest
 from runner_fakes import FakeEnv
 from runner_helpers import read_summary, tiny_config
 
-from flashsac_bench.runner import loop, train
+from flashsac_bench.config import run as run_config
+from flashsac_bench.runner import train
 
 
 class _LearnsToTrack(FakeEnv):
@@ -28,7 +29,7 @@ class _LearnsToTrack(FakeEnv):
 
 def _run(tmp_path, stop: bool, monkeypatch):
     # The fake's episodes last at most 12 steps: a lower length threshold makes it reachable.
-    monkeypatch.setattr(loop, "WALK_EPISODE_LENGTH", 4.0)
+    monkeypatch.setattr(run_config, "WALK_EPISODE_LENGTH", 4.0)
     cfg = tiny_config(iterations=120, stop_at_walk=stop, tensorboard=True)
     top = cfg.task.rewards.tracking_lin_vel * cfg.task.ctrl_dt
 
@@ -59,7 +60,7 @@ def test_stop_at_walk_ends_at_the_first_window_over_the_thresholds(tmp_path, sto
     hits = [
         k
         for k in sorted(tracking)
-        if tracking[k] / top >= loop.WALK_TRACKING_FRAC and (lengths[k] or 0) >= 4.0
+        if tracking[k] / top >= run_config.WALK_TRACKING_FRAC and (lengths[k] or 0) >= 4.0
     ]
     assert hits, "the fake should meet the thresholds well before 120 iterations"
     k = hits[0]

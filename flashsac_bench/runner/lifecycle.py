@@ -1,0 +1,204 @@
+"""How a run stops and what it keeps: signals, checkpoints (written and restored), and the status
+its summary ends with (complete, interrupted, failed)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from typing import Any
+
+from flashsac_bench.cli_errors import debug_enabled
+from flashsac_bench.envs.api import VecEnv
+from flashsac_bench.learner.learner import FlashSACLearner
+from flashsac_bench.runner.checkpoint import checkpoint_path, is_learner_only, save_checkpoint
+from flashsac_bench.runner.collector import Staging
+from flashsac_bench.runner.records import Records, RunState
+from flashsac_bench.runner.resume import ResumePlan, plan_resume, resume_command
+from flashsac_bench.runner.summary import SUMMARY_NAME
+
+log = logging.getLogger("flashsac_bench.runner")
+
+
+class Signals:
+    """First SIGINT / SIGTERM: stop at the end of the current iteration (then checkpoint and a
+    partial summary). A second one raises KeyboardInterrupt at once."""
+
+    def __init__(self) -> None:
+        self.requested: str | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if self.requested is None:
+            self.requested = name
+            log.warning("%s: stopping after this iteration (send again to abort at once)", name)
+            return
+        raise KeyboardInterrupt(name)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def plan_run_resume(records: Records) -> ResumePlan:
+    """run.resume's checkpoint, loaded and checked (ResumeError before any work); its `skip`
+    says that run.resume=auto found this run complete."""
+    t = time.perf_counter()
+    plan = plan_resume(records.cfg, records.run_dir, records.info.training_config)
+    for note in plan.notes:
+        log.warning(note)
+    if not plan.skip and plan.payload is not None:
+        records.state.resumed_from = str(plan.path)
+        records.info.startup["resume_load_s"] = time.perf_counter() - t
+    return plan
+
+
+def write_checkpoint(
+    learner: FlashSACLearner, env: VecEnv, staging: Staging, records: Records, t0: float
+) -> None:
+    """Everything that continues the run after its done iterations (every tick stored, every
+    row finalized), then the summary that lists it; `t0`: when writing it began."""
+    state, rec = records.state, records.state_dict()
+    path = checkpoint_path(records.run_dir, state.done_iterations)
+    payload = {
+        "iteration": state.done_iterations,
+        "learner": learner.state_dict(),
+        "replay": learner.ring.state_dict(),
+        "env": env.get_state(),
+        "staging": staging.state_dict(),
+        "episodes": rec["episodes"],
+        "rows_all": rec["rows_all"],
+        "training_config": records.info.training_config,
+        "config": records.info.composed,
+    }
+    save_checkpoint(path, payload)
+    state.checkpoints.append(
+        {"iteration": state.done_iterations, "path": str(path), "s": time.perf_counter() - t0}
+    )
+    records.write_summary()
+
+
+def restore(
+    ckpt: dict[str, Any],
+    learner: FlashSACLearner,
+    env: VecEnv,
+    staging: Staging,
+    records: Records,
+    refill_rows: int,
+) -> None:
+    """Continue from a checkpoint: everything, or (learner-only) the learner alone."""
+    state = records.state
+    learner.load_state_dict(ckpt["learner"])
+    state.start_iteration = state.done_iterations = int(ckpt["iteration"])
+    if is_learner_only(ckpt):
+        # No replay / env state (a checkpoint converted from unilab-rl, which saves none):
+        # the envs start fresh episodes and the ring refills to learning_starts rows with
+        # the loaded policy acting before updates continue -- as UniLab's own resume does.
+        state.policy_refill = True
+        log.warning(
+            "resumed from the learner-only checkpoint %s at iteration %d: it holds no "
+            "replay or env state, so the replay refills to %d rows (loaded policy acting) "
+            "before updates continue",
+            state.resumed_from,
+            state.start_iteration,
+            refill_rows,
+        )
+        return
+    learner.ring.load_state_dict(ckpt["replay"])
+    env.set_state(ckpt["env"])
+    staging.load_state_dict(ckpt["staging"])
+    records.load_state_dict(ckpt)
+    log.info("resumed from %s at iteration %d", state.resumed_from, state.start_iteration)
+
+
+# ---------------------------------------------------------------------------- start, end
+def report_start(records: Records, threshold: int) -> None:
+    c, info, tc = records.cfg, records.info, records.info.training_config
+    log.info(
+        "flashsac_bench: %s %s on %s (%s), %d envs, batch %d, %d iterations; "
+        "learning starts at %d replay rows; cold start %.2f s; run dir %s",
+        c.update.name,
+        tc["executor"],
+        info.device.get("gpu", info.device["device"]),
+        tc["dtype"],
+        c.run.num_envs,
+        c.replay.batch_size,
+        c.run.iterations,
+        threshold,
+        info.startup["cold_start_s"],
+        records.run_dir,
+    )
+
+
+def end_status(state: RunState, iterations: int, signals: Signals) -> None:
+    """The status of a loop that ended without an error (a checkpoint follows)."""
+    if state.done_iterations >= iterations or (state.stopped_by and not signals.requested):
+        state.status, state.reason = "complete", None
+    else:
+        state.status = "interrupted"
+        state.reason = (
+            f"interrupted by {signals.requested} after {state.done_iterations} of "
+            f"{iterations} iterations (checkpoint written)"
+        )
+
+
+def report_end(records: Records, signals: Signals) -> None:
+    """The closing log line; after a signal, the resume command and the signal's exit code."""
+    s, state = records.summary(), records.state
+    log.info(
+        "%s: learner %s ms, collector %s ms, iter %s ms (medians of %d), overlap %s; %s",
+        state.status,
+        _r(s["learner_train_ms"]["median"]),
+        _r(s["collector_cycle_ms"]["median"]),
+        _r(s["iter_ms"]["median"]),
+        s["num_samples"],
+        _r(s["overlap_efficiency"], 3),
+        records.run_dir / SUMMARY_NAME,
+    )
+    if signals.requested:
+        cmd = resume_command(records.info.command, records.run_dir)
+        log.warning("%s; continue with: %s", state.reason, cmd)
+        raise SystemExit(128 + int(getattr(signal, signals.requested)))
+
+
+def record_failure(records: Records, err: BaseException) -> None:
+    """The status of a run that `err` ended, written to its summary (never masking `err`)."""
+    state = records.state
+    if isinstance(err, SystemExit) and state.status == "interrupted":
+        return  # report_end already wrote everything
+    if isinstance(err, KeyboardInterrupt):
+        state.status = "interrupted"
+        state.reason = (
+            f"KeyboardInterrupt ({err or 'SIGINT'}) during iteration {state.done_iterations}; "
+            "no checkpoint (state was mid-iteration)"
+        )
+    else:
+        state.status = "failed"
+        state.reason = f"{type(err).__name__}: {err}"
+    try:
+        records.write_summary()
+    except Exception as write_err:  # noqa: BLE001 - never mask the original error
+        if debug_enabled():
+            log.exception("could not write the partial summary")
+        else:
+            log.error("could not write the partial summary: %s", write_err)
+
+
+def close_env(env: VecEnv) -> None:
+    try:
+        env.close()
+    except Exception:  # noqa: BLE001
+        log.exception("env.close() failed")
+
+
+def _r(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

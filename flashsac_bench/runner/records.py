@@ -1,0 +1,290 @@
+"""What a run records: one row per iteration, the episode windows, the TensorBoard scalars, the
+progress line, and summary.json made of them together with the run's description and status.
+
+A learning iteration's row gets its learner time and losses one iteration late (`pending`):
+they are read after the next action hand-off has synchronized past them (see runner.loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from flashsac_bench.config import run as run_config
+from flashsac_bench.config.root import Config
+from flashsac_bench.learner.state import METRICS
+from flashsac_bench.runner.collector import TickResult
+from flashsac_bench.runner.liveness import HEARTBEAT_EVERY_S, HEARTBEAT_NAME, writer_identity
+from flashsac_bench.runner.progress import Progress
+from flashsac_bench.runner.resume import resume_command
+from flashsac_bench.runner.scalars import Scalars
+from flashsac_bench.runner.summary import (
+    SUMMARY_FORMAT,
+    SUMMARY_NAME,
+    TIMING_SEMANTICS,
+    select_rows,
+    timing_block,
+    write_json,
+)
+
+# Finished episodes the running return / length means are taken over (UniLab uses 100).
+EPISODE_WINDOW = 100
+
+log = logging.getLogger("flashsac_bench.runner")
+
+
+@dataclass(frozen=True)
+class IterationMarks:
+    """time.perf_counter() at the steps of one iteration (numbered as in runner.loop)."""
+
+    start: float
+    acted: float  # 1. the actions are on the host
+    update_start: float  # 3./4. envs released, the waiting tick stored: the update launches
+    update_end: float  # the update is launched (its GPU time is LearnerTimer's)
+    joined: float  # 5. the collector's tick is back
+
+
+@dataclass
+class RunInfo:
+    """What summary.json says about the run besides its rows; setup adds the measured parts."""
+
+    composed: dict[str, Any]
+    command: dict[str, Any]
+    training_config: dict[str, Any]
+    device: dict[str, Any]
+    writer: dict[str, Any] = field(
+        default_factory=lambda: {**writer_identity(), "started_unix": time.time()}
+    )
+    git: dict[str, Any] = field(default_factory=dict)
+    startup: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunState:
+    """Where the run stands (runner.lifecycle decides the final status)."""
+
+    status: str = "starting"
+    reason: str | None = None
+    start_iteration: int = 0
+    done_iterations: int = 0
+    resumed_from: str | None = None
+    # Resumed from a learner-only checkpoint: the loaded policy acts while the replay refills.
+    policy_refill: bool = False
+    stopped_by: str | None = None  # set when run.time_limit_s or run.stop_at_walk ends the loop
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)  # written by this process
+
+
+class Records:
+    def __init__(self, config: Config, run_dir: Path, info: RunInfo, state: RunState) -> None:
+        self.cfg, self.run_dir, self.info, self.state = config, run_dir, info, state
+        self.num_envs = config.run.num_envs
+        self.rows_all: list[dict[str, Any]] = []
+        self.returns: deque[float] = deque(maxlen=EPISODE_WINDOW)
+        self.lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
+        self.pending: dict[str, Any] | None = None  # waits for its learner time and losses
+        self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_scalars
+        self.loop_t0: float | None = None
+        self._window: list[dict[str, Any]] = []  # finalized rows of the next TensorBoard point
+        self._window_terms: list[dict[str, float]] = []
+        self._env_metrics: dict[str, float] = {}
+
+    def open_scalars(self, log_dir: Path | None) -> None:
+        self.scalars = Scalars(log_dir, self.num_envs)
+
+    # ------------------------------------------------------------------ rows
+    def add_tick(self, tick: TickResult) -> None:
+        """The tick's finished episodes, reward terms and env metrics into the windows."""
+        for ret, length in zip(tick.episode_returns, tick.episode_lengths, strict=True):
+            self.returns.append(float(ret))
+            self.lengths.append(float(length))
+        self._window_terms.append(tick.reward_terms)
+        if tick.env_metrics is not None:
+            self._env_metrics = tick.env_metrics
+
+    def row(
+        self,
+        k: int,
+        learning: bool,
+        tick: TickResult,
+        marks: IterationMarks,
+        insert_ms: float,
+        replay_rows: int,
+    ) -> dict[str, Any]:
+        """Iteration k's row; iter_ms, bookkeeping_ms and (learning) the learner's values are
+        filled in later."""
+        ms = 1e3
+        row: dict[str, Any] = {
+            "iteration": k,
+            "env_steps": (k + 1) * self.num_envs,
+            "learning": learning,
+            "iter_ms": None,
+            "learner_train_ms": None,
+            "collector_cycle_ms": tick.cycle_ms,
+            "env_step_ms": tick.env_step_ms,
+            "action_ms": (marks.acted - marks.start) * ms,
+            "learner_host_ms": (marks.update_end - marks.update_start) * ms if learning else None,
+            "collector_wait_ms": (marks.joined - marks.update_end) * ms,
+            "insert_ms": insert_ms,
+            "bookkeeping_ms": None,
+            "replay_rows": replay_rows,
+            "reward_mean": tick.reward_mean,
+            "episodes_done": len(tick.episode_returns),
+            "episode_return_mean": float(np.mean(self.returns)) if self.returns else None,
+            "episode_length_mean": float(np.mean(self.lengths)) if self.lengths else None,
+            "time_s": time.perf_counter() - (self.loop_t0 or marks.start),
+        }
+        row.update({key: None for key in METRICS})
+        return row
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows_all.append(row)
+        if row["learning"]:
+            self.pending = row  # learner time and losses arrive next iteration
+        else:
+            self._window.append(row)
+
+    def complete_pending(self, learner_train_ms: float | None, metrics: dict[str, float]) -> None:
+        row, self.pending = self.pending, None
+        assert row is not None
+        row["learner_train_ms"] = learner_train_ms
+        row.update({key: metrics[key] for key in METRICS})
+        self._window.append(row)
+
+    # ------------------------------------------------------------------ progress, TensorBoard
+    def show(self, tick: TickResult, progress: Progress, row: dict[str, Any]) -> None:
+        """The progress line (and the window's TensorBoard point once it is full)."""
+        log_every = self.cfg.run.log_every
+        if len(self._window) >= log_every:
+            self.flush_window()
+        last = self.rows_all[-2] if len(self.rows_all) > 1 else None
+        done_rows = [r for r in self.rows_all[-log_every - 1 : -1]]
+        iter_vals = [r["iter_ms"] for r in done_rows if r.get("iter_ms")]
+        iter_ms = float(np.mean(iter_vals)) if iter_vals else None
+        learner_ms = next(
+            (r["learner_train_ms"] for r in reversed(self.rows_all) if r["learner_train_ms"]),
+            None,
+        )
+        progress.update(
+            {
+                "iteration": row["iteration"],
+                "iterations": self.cfg.run.iterations,
+                "learning": row["learning"],
+                "reward_mean": row["reward_mean"],
+                "episode_return_mean": row["episode_return_mean"],
+                "learner_train_ms": learner_ms,
+                "collector_cycle_ms": tick.cycle_ms,
+                "iter_ms": last["iter_ms"] if last else None,
+                "env_steps_per_s": self.num_envs * 1e3 / iter_ms if iter_ms else None,
+            }
+        )
+
+    def flush_window(self) -> None:
+        if not self._window:
+            return
+        extra: dict[str, float] = {}
+        terms = self._window_terms
+        for name in terms[-1] if terms else {}:
+            vals = [t[name] for t in terms if name in t]
+            extra[f"Reward/{name}"] = float(np.mean(vals))
+        for name, value in self._env_metrics.items():
+            extra[f"Env/{name}"] = float(value)
+        self._check_walking(extra)
+        self.scalars.write(self._window, extra)
+        self._window, self._window_terms = [], []
+
+    def _check_walking(self, extra: dict[str, float]) -> None:
+        """run.stop_at_walk: the learning analysis's test of the walking thresholds (this
+        window's last row and its Reward/tracking_lin_vel mean); the loop ends before the next
+        iteration."""
+        if not self.cfg.run.stop_at_walk or self.state.stopped_by:
+            return
+        top = self.cfg.task.rewards.tracking_lin_vel * self.cfg.task.ctrl_dt
+        length = self._window[-1]["episode_length_mean"]
+        tracking = extra.get("Reward/tracking_lin_vel")
+        if not top or length is None or tracking is None:
+            return
+        if (
+            length >= run_config.WALK_EPISODE_LENGTH
+            and tracking / top >= run_config.WALK_TRACKING_FRAC
+        ):
+            k = self._window[-1]["iteration"]
+            self.state.stopped_by = f"run.stop_at_walk: walking thresholds met at iteration {k}"
+            log.info("%s: stopping", self.state.stopped_by)
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "episodes": {"returns": list(self.returns), "lengths": list(self.lengths)},
+            "rows_all": self.rows_all,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.returns.extend(state["episodes"]["returns"])
+        self.lengths.extend(state["episodes"]["lengths"])
+        self.rows_all = list(state["rows_all"])
+
+    # ------------------------------------------------------------------ summary.json
+    def summary(self) -> dict[str, Any]:
+        c, info, st = self.cfg, self.info, self.state
+        rows = select_rows(self.rows_all, c.run.skip_first, c.run.summary_last)
+        learning = [r for r in self.rows_all if r.get("learning")]
+        last_metrics = next(
+            (r for r in reversed(learning) if r.get("critic_loss") is not None), None
+        )
+        return {
+            "format": SUMMARY_FORMAT,
+            "complete": st.status == "complete",
+            "status": st.status,
+            "incomplete_reason": None if st.status == "complete" else st.reason,
+            "command": info.command,
+            "resume_command": resume_command(info.command, self.run_dir),
+            "writer": {
+                **info.writer,
+                "heartbeat_unix": time.time(),  # when this summary was written
+                "heartbeat_file": HEARTBEAT_NAME,
+                "heartbeat_every_s": HEARTBEAT_EVERY_S,
+            },
+            "run_dir": str(self.run_dir),
+            "config": info.composed,
+            "device": info.device,
+            "git": info.git,
+            "cold_start_s": info.startup.get("cold_start_s"),
+            "startup": info.startup,
+            "training_config": info.training_config,
+            "iterations_planned": c.run.iterations,
+            "iterations_done": st.done_iterations,
+            "time_limit_s": c.run.time_limit_s,
+            "stopped_by": st.stopped_by,
+            "warmup_iterations": len(self.rows_all) - len(learning),
+            "first_learning_iteration": learning[0]["iteration"] if learning else None,
+            "resumed_from": st.resumed_from,
+            "resume_iteration": st.start_iteration if st.resumed_from else None,
+            "resumed_learner_only": st.policy_refill,
+            "last_checkpoint": st.checkpoints[-1]["path"] if st.checkpoints else None,
+            "checkpoints": st.checkpoints,
+            "num_samples": len(rows),
+            "num_samples_all": len(self.rows_all),
+            "skip_first": c.run.skip_first,
+            "summary_last": c.run.summary_last,
+            "summary_first_iteration": rows[0]["iteration"] if rows else None,
+            "summary_last_iteration": rows[-1]["iteration"] if rows else None,
+            **timing_block(rows, self.num_envs),
+            "wall_s": time.perf_counter() - self.loop_t0 if self.loop_t0 else None,
+            "final_metrics": (
+                {k: last_metrics[k] for k in (*METRICS, "reward_mean", "episode_return_mean")}
+                if last_metrics
+                else None
+            ),
+            "timing_semantics": TIMING_SEMANTICS,
+            "rows": rows,
+            "rows_all": self.rows_all,
+        }
+
+    def write_summary(self) -> None:
+        write_json(self.run_dir / SUMMARY_NAME, self.summary(), "summary")
