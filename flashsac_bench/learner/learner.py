@@ -13,6 +13,7 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.adam import AdamConfig, AdamState
 from flashsac_bench.learner.cycle import CycleBuffers, plan_cycle, run_cycle
 from flashsac_bench.learner.distributional import target_entropy
+from flashsac_bench.learner.executors import CycleParts, make_executor
 from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
 from flashsac_bench.learner.networks import (
     NormConfig,
@@ -88,9 +89,21 @@ class FlashSACLearner:
         self.buffers = CycleBuffers.allocate(
             update.updates_per_step, batch_size, self.statics.rows.width, self.device
         )
-        from flashsac_bench.learner.executors import make_executor
-
-        self.executor = make_executor(self)
+        self.executor = make_executor(
+            CycleParts(
+                run_cycle=self.cycle,
+                critic_step=self.critic_step,
+                actor_step=self.actor_step,
+                critic_kernel=self.critic_kernel,
+                actor_kernel=self.actor_kernel,
+                critic_commit=self.critic_commit,
+                actor_commit=self.actor_commit,
+                statics=self.statics,
+                state=self.state,
+                device=self.device,
+                path=self.path,
+            )
+        )
 
     # ------------------------------------------------------------------ construction
     def _build(self, seed: int) -> tuple[UpdateStatics, LearnerState]:
