@@ -81,14 +81,24 @@ class EagerExecutor:
         """One untimed cycle, then the state restored: first-call costs (library handles,
         allocator growth, lazy init) land in the cold start, not in the first timed cycles."""
         start = time.perf_counter()
-        snap = self.parts.state.snapshot()
-        self.parts.run_cycle(*self.steps())
-        _synchronize(self.parts.device)
-        self.parts.state.restore(snap)
+        self._untimed(self._cycle)
         self.cold_start_s = time.perf_counter() - start
 
     def run(self) -> None:
+        self._cycle()
+
+    def _cycle(self) -> None:
         self.parts.run_cycle(*self.steps())
+
+    def _untimed(self, cycles: Callable[[], None]) -> dict[str, torch.Tensor]:
+        """Run `cycles` for their side effects only (compilation, autotuning, allocator growth),
+        wait for the device, and put the state back; returns that state (a snapshot)."""
+        state = self.parts.state
+        snap = state.snapshot()
+        cycles()
+        _synchronize(self.parts.device)
+        state.restore(snap)
+        return snap
 
 
 class CompileExecutor(EagerExecutor):
@@ -135,13 +145,7 @@ class CompileExecutor(EagerExecutor):
         """Compile every step variant by running one cycle, then restore the state."""
         if self._warm:
             return
-        start = time.perf_counter()
-        state = self.parts.state
-        snap = state.snapshot()
-        self.parts.run_cycle(*self.steps())
-        _synchronize(self.parts.device)
-        state.restore(snap)
-        self.cold_start_s = time.perf_counter() - start
+        super().warmup()
         self._warm = True
 
     def run(self) -> None:
@@ -169,20 +173,21 @@ class CudaGraphExecutor(CompileExecutor):
             return
         start = time.perf_counter()
         parts, device = self.parts, self.parts.device
-        snap = parts.state.snapshot()
-        side = torch.cuda.Stream(device)
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
-            # Compile, autotune and let the caching allocator settle before capture.
-            for _ in range(2):
-                parts.run_cycle(*self.steps())
-        torch.cuda.current_stream(device).wait_stream(side)
-        torch.cuda.synchronize(device)
-        parts.state.restore(snap)
+
+        def settle() -> None:
+            """Compile, autotune and let the caching allocator settle before capture."""
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    self._cycle()
+            torch.cuda.current_stream(device).wait_stream(side)
+
+        snap = self._untimed(settle)
         try:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                parts.run_cycle(*self.steps())
+                self._cycle()
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
             if not parts.path.fallback_to_compile:
                 raise
@@ -207,7 +212,7 @@ class CudaGraphExecutor(CompileExecutor):
         if self.graph is None and not self.fallback:
             self.warmup()
         if self.graph is None:
-            self.parts.run_cycle(*self.steps())
+            self._cycle()
         else:
             self.graph.replay()
 
