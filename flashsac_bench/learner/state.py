@@ -29,7 +29,7 @@ METRICS = (
     "critic_lr",  # last
     "actor_lr",  # last
 )
-M = {name: i for i, name in enumerate(METRICS)}
+METRIC_INDEX = {name: i for i, name in enumerate(METRICS)}
 
 # Every 0-d / 1-element piece of state lives in ONE small vector (`LearnerState.scalars`).
 # Compiled update steps only READ it and return the next vector; the caller copies it back.
@@ -46,7 +46,7 @@ SCALARS = (
     "temperature.adam.exp_avg",
     "temperature.adam.exp_avg_sq",
 )
-S = {name: i for i, name in enumerate(SCALARS)}
+SCALAR_INDEX = {name: i for i, name in enumerate(SCALARS)}
 METRICS_OFFSET = len(SCALARS)
 NUM_SCALARS = len(SCALARS) + len(METRICS)
 
