@@ -244,8 +244,8 @@ def actor_mean_log_std(
     net: Network, obs: torch.Tensor, *, training: bool
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     h, new_b = trunk(net, obs, training=training)
-    p = net.params
-    heads = _linear(h, p["head.w"], net.mm_dtype, p["head.b"].shape[-1]) + p["head.b"]
+    p, mm_dtype = net.params, net.mm_dtype
+    heads = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"]
     mean, raw = heads.chunk(2, dim=-1)
     # log_std squashed smoothly into [-10, 2] (not clamped).
     log_std = LOG_STD_MIN + (LOG_STD_MAX - LOG_STD_MIN) * 0.5 * (1.0 + torch.tanh(raw))
@@ -304,10 +304,8 @@ def critic_distribution(
     input_stats: input_statistics of cat(critic_obs, actions), if the caller computed them."""
     x = torch.cat([critic_obs, actions], dim=-1)
     h, new_b = trunk(net, x, training=training, input_stats=input_stats)
-    p = net.params
-    logits = _linear(h, p["head.w"], net.mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(
-        -2
-    )
+    p, mm_dtype = net.params, net.mm_dtype
+    logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
     log_probs = torch.log_softmax(logits, dim=-1)
     q = (torch.exp(log_probs) * support).sum(-1)
     return q, log_probs, new_b
