@@ -219,7 +219,8 @@ class CudaGraphExecutor(CompileExecutor):
 
 def _writing_kernels(parts: CycleParts) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """path.functional_steps=false: kernels that write their tensor results into the state
-    inside the compiled graph (the code before issue 13); the scalars still go out (SCALARS)."""
+    inside the compiled graph (the older design, kept as a switch and as the tests' control);
+    the scalars still go out (SCALARS)."""
     st, s = parts.statics, parts.state
 
     def write(dsts: list[torch.Tensor], step):
