@@ -68,8 +68,8 @@ class DeterministicActor(torch.nn.Module):
         st, s = learner.statics, learner.state
         module = cls(
             st.actor_spec,
-            st.actor_params,
-            st.actor_buffers,
+            st.actor_param_layout,
+            st.actor_buffer_layout,
             st.norm,
             s.actor_params,
             s.actor_buffers,

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from flashsac_bench.bench.synthetic import Setup, build_learner
-from flashsac_bench.learner.state import M
+from flashsac_bench.learner.state import METRIC_INDEX
 
 
 def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:
@@ -55,7 +55,10 @@ def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:
         # Replay k's last critic update ran at scheduler step (k+1)*n_critic - 1.
         want_c = sched.lr_at((k + 1) * learner.n_critic - 1)
         want_a = learner.statics.actor_schedule.lr_at((k + 1) * learner.n_actor - 1)
-        got_c, got_a = slots[k, M["critic_lr"]].item(), slots[k, M["actor_lr"]].item()
+        got_c, got_a = (
+            slots[k, METRIC_INDEX["critic_lr"]].item(),
+            slots[k, METRIC_INDEX["actor_lr"]].item(),
+        )
         lr_ok &= math.isclose(got_c, want_c, rel_tol=1e-6) and math.isclose(
             got_a, want_a, rel_tol=1e-6
         )

@@ -19,7 +19,8 @@ class PathConfig:
 
     name: str = "eager"
     # torch.compile mode for the compile / cudagraph paths. "default" keeps cold start bounded;
-    # "max-autotune*" modes are accepted but upstream's did not finish in 8.5 min on an H200.
+    # "max-autotune*" modes are accepted, but their autotuning can outlast a whole run
+    # (upstream's did: docs/benchmarks.md).
     compile_mode: str = "default"
     # Let Inductor wrap its own kernels in CUDA graphs (graph trees; compile path only -- off
     # inside the cudagraph path's outer capture, where nested graphs are impossible). null:
@@ -27,12 +28,12 @@ class PathConfig:
     inductor_cudagraphs: bool | None = None
     # Compiled steps are pure (they return the next state; the copies into the persistent
     # tensors run after them, outside the compiled graph): what Inductor's CUDA graphs need.
-    # false: the pre-issue-13 steps, which write the state inside the compiled graph (saves the
-    # copies on the cudagraph path; Inductor then skips its CUDA graphs on the compile path).
+    # false: steps that write the state inside the compiled graph (saves the copies on the
+    # cudagraph path; Inductor then skips its CUDA graphs on the compile path).
     functional_steps: bool = True
     # Adam + finite gate + weight projection + Polyak as ONE Triton kernel per network after
-    # the compiled step (learner.triton_tail; on the CPU the same math as torch ops). Off until
-    # measured on a GPU (docs/benchmarks.md).
+    # the compiled step (learner.triton_tail; on the CPU the same math as torch ops). Off: it
+    # was slower on the H200 on both compiled paths (docs/benchmarks.md, "Learner part two").
     fused_optimizer: bool = False
     # The critic update's target and online critic forwards as ONE 4-member ensemble forward
     # on their common 2B input (half the forward launches; the batched backward then spans the
@@ -44,12 +45,13 @@ class PathConfig:
     shared_input_stats: bool = False
     # cudagraph path: on a capture failure warn once and run the compile path instead.
     fallback_to_compile: bool = True
-    # CUDA only: Inductor's horizontal fusion of independent kernels into one launch. Measured
-    # on the H200 (B=256 u8 cudagraph cycle): 1874 -> 1382 kernels, 5.46 -> 4.71 ms.
+    # CUDA only: Inductor's horizontal fusion of independent kernels into one launch. On: the
+    # cycle is launch-bound, and it cut launches and cycle time on the H200 (docs/benchmarks.md,
+    # "Where the time goes").
     combo_kernels: bool = True
     # compile / cudagraph paths: the counter RNG's integer hash as compiled code (one kernel
-    # per draw instead of ~70 ATen launches; ~180 launches per u8 cycle on the H200). Exact
-    # integer arithmetic: the same bits as eager (CPU tests). Off until measured on a GPU
+    # per draw instead of one ATen launch per integer op of the hash). Exact integer
+    # arithmetic: the same bits as eager (CPU tests). Off until measured on a GPU
     # (docs/benchmarks.md).
     compile_rng: bool = False
     # The weight projection as one gathered row-factor product that Inductor can fuse into the

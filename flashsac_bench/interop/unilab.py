@@ -164,15 +164,15 @@ def load_unilab_state(learner: Any, sd: Mapping[str, Any]) -> None:
     def put(key: str, value: torch.Tensor) -> None:
         snap[key] = value.reshape(snap[key].shape).to(snap[key].dtype)
 
-    put("actor.params", flat_from_named(st.actor_params, a_fields, sd["actor"]))
-    put("actor.buffers", flat_from_named(st.actor_buffers, a_fields, sd["actor"]))
+    put("actor.params", flat_from_named(st.actor_param_layout, a_fields, sd["actor"]))
+    put("actor.buffers", flat_from_named(st.actor_buffer_layout, a_fields, sd["actor"]))
     for ours, theirs in (("critic", "critic"), ("target", "target_critic")):
-        put(f"{ours}.params", flat_from_named(st.critic_params, c_fields, sd[theirs]))
-        put(f"{ours}.buffers", flat_from_named(st.critic_buffers, c_fields, sd[theirs]))
+        put(f"{ours}.params", flat_from_named(st.critic_param_layout, c_fields, sd[theirs]))
+        put(f"{ours}.buffers", flat_from_named(st.critic_buffer_layout, c_fields, sd[theirs]))
     put("temperature.log_temp", sd["temperature"]["log_temp"].float())
     for ours, theirs, layout, fields in (
-        ("actor", "actor_optimizer", st.actor_params, a_fields),
-        ("critic", "critic_optimizer", st.critic_params, c_fields),
+        ("actor", "actor_optimizer", st.actor_param_layout, a_fields),
+        ("critic", "critic_optimizer", st.critic_param_layout, c_fields),
     ):
         m, v, step = _adam_from_unilab(sd[theirs], parameter_names(fields), layout, fields, theirs)
         put(f"{ours}.adam.exp_avg", m)
@@ -288,19 +288,25 @@ def unilab_state(learner: Any, update_count: int, device_type: str = "cuda") -> 
 
     n_actor, n_critic = len(parameter_names(a_fields)), len(parameter_names(c_fields))
 
-    actor = [(st.actor_params, s.actor_params), (st.actor_buffers, s.actor_buffers)]
-    critic = [(st.critic_params, s.critic_params), (st.critic_buffers, s.critic_buffers)]
-    target = [(st.critic_params, s.target_params), (st.critic_buffers, s.target_buffers)]
+    actor = [(st.actor_param_layout, s.actor_params), (st.actor_buffer_layout, s.actor_buffers)]
+    critic = [
+        (st.critic_param_layout, s.critic_params),
+        (st.critic_buffer_layout, s.critic_buffers),
+    ]
+    target = [
+        (st.critic_param_layout, s.target_params),
+        (st.critic_buffer_layout, s.target_buffers),
+    ]
     return {
         "actor": module(a_fields, actor, True),
         "critic": module(c_fields, critic, False),
         "target_critic": module(c_fields, target, False),
         "temperature": OrderedDict(log_temp=s.log_temp.detach().cpu().clone().reshape(1)),
         "actor_optimizer": adam_dict(
-            adam(st.actor_params, a_fields, s.actor_adam), n_actor, actor_lr
+            adam(st.actor_param_layout, a_fields, s.actor_adam), n_actor, actor_lr
         ),
         "critic_optimizer": adam_dict(
-            adam(st.critic_params, c_fields, s.critic_adam), n_critic, critic_lr
+            adam(st.critic_param_layout, c_fields, s.critic_adam), n_critic, critic_lr
         ),
         "temperature_optimizer": adam_dict(temp, 1, actor_lr),
         "actor_scheduler": _scheduler_state(actor_step, actor_lr, peak),

@@ -15,7 +15,7 @@ import torch
 
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.replay import ReplayRing
-from flashsac_bench.learner.state import LearnerState, M
+from flashsac_bench.learner.state import METRIC_INDEX, LearnerState
 
 STREAM_INDEX, STREAM_NEXT_NOISE, STREAM_ACTOR_NOISE = 1, 2, 3
 
@@ -79,7 +79,7 @@ def run_cycle(
     eps_actor = rng.normal(STREAM_ACTOR_NOISE, (max(n_actor, 1), batch_size, action_dim))
     divisor = reward_divisor()
     state.metrics.zero_()
-    state.metrics[M["reward_scale"]] = divisor
+    state.metrics[METRIC_INDEX["reward_scale"]] = divisor
     for op in ops:
         rows = buffers.batch[op.update * batch_size : (op.update + 1) * batch_size]
         if op.kind == "critic":

@@ -1,8 +1,9 @@
 """How a cycle is executed: eager, torch.compile, or one captured CUDA graph per iteration.
 
-Every executor runs `FlashSACLearner.cycle` -- the same sampling, the same critic_update /
-actor_update functions, in the same order. They differ only in whether the two step functions
-are compiled and whether one call of the whole cycle is captured and replayed.
+Every executor runs the learner's cycle (`CycleParts.run_cycle`) -- the same sampling, the same
+critic_update / actor_update functions, in the same order. They differ only in whether the two
+step functions are compiled and whether one call of the whole cycle is captured and replayed.
+The learner hands in what they run (`CycleParts`), so this module does not know the learner.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import logging
 import time
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from flashsac_bench.learner.updates import actor_targets, critic_targets
-
-if TYPE_CHECKING:
-    from flashsac_bench.learner.learner import FlashSACLearner
+from flashsac_bench.config.path import PathConfig
+from flashsac_bench.learner.cycle import ActorStep, CriticStep
+from flashsac_bench.learner.state import LearnerState
+from flashsac_bench.learner.updates import Step, UpdateStatics, actor_targets, critic_targets
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,27 @@ _MODE_OPTIONS: dict[str, dict[str, Any]] = {
     "max-autotune": {"max_autotune": True, "triton.cudagraphs": True},
     "max-autotune-no-cudagraphs": {"max_autotune": True},
 }
+
+
+@dataclass(frozen=True)
+class CycleParts:
+    """What an executor runs, handed in by the learner (learner.FlashSACLearner).
+
+    *_kernel: the pure update steps (the compile targets); *_commit(step, ..., written): writes
+    a kernel's results into the state; *_step: kernel + commit, what an eager cycle calls.
+    """
+
+    run_cycle: Callable[[CriticStep, ActorStep], None]
+    critic_step: CriticStep
+    actor_step: ActorStep
+    critic_kernel: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], Step]
+    actor_kernel: Callable[[torch.Tensor, torch.Tensor], Step]
+    critic_commit: Callable[[Step, bool, bool], None]
+    actor_commit: Callable[[Step, bool], None]
+    statics: UpdateStatics
+    state: LearnerState
+    device: torch.device
+    path: PathConfig
 
 
 def compile_step(
@@ -47,80 +70,82 @@ def compile_step(
 class EagerExecutor:
     name = "eager"
 
-    def __init__(self, learner: FlashSACLearner) -> None:
-        self.learner = learner
+    def __init__(self, parts: CycleParts) -> None:
+        self.parts = parts
         self.cold_start_s = 0.0
 
-    def steps(self) -> tuple[Callable[..., None], Callable[..., None]]:
-        return self.learner.critic_step, self.learner.actor_step
+    def steps(self) -> tuple[CriticStep, ActorStep]:
+        return self.parts.critic_step, self.parts.actor_step
 
     def warmup(self) -> None:
         """One untimed cycle, then the state restored: first-call costs (library handles,
         allocator growth, lazy init) land in the cold start, not in the first timed cycles."""
         start = time.perf_counter()
-        snap = self.learner.state.snapshot()
-        self.learner.cycle(*self.steps())
-        _synchronize(self.learner.device)
-        self.learner.state.restore(snap)
+        self._untimed(self._cycle)
         self.cold_start_s = time.perf_counter() - start
 
     def run(self) -> None:
-        self.learner.cycle(*self.steps())
+        self._cycle()
+
+    def _cycle(self) -> None:
+        self.parts.run_cycle(*self.steps())
+
+    def _untimed(self, cycles: Callable[[], None]) -> dict[str, torch.Tensor]:
+        """Run `cycles` for their side effects only (compilation, autotuning, allocator growth),
+        wait for the device, and put the state back; returns that state (a snapshot)."""
+        state = self.parts.state
+        snap = state.snapshot()
+        cycles()
+        _synchronize(self.parts.device)
+        state.restore(snap)
+        return snap
 
 
 class CompileExecutor(EagerExecutor):
     name = "compile"
 
-    def __init__(self, learner: FlashSACLearner, inductor_cudagraphs: bool | None = None) -> None:
-        super().__init__(learner)
-        path = learner.path
+    def __init__(self, parts: CycleParts, inductor_cudagraphs: bool | None = None) -> None:
+        super().__init__(parts)
+        path, device = parts.path, parts.device
         graphs = (
-            path.resolved_inductor_cudagraphs(learner.device.type)
+            path.resolved_inductor_cudagraphs(device.type)
             if inductor_cudagraphs is None
             else inductor_cudagraphs
         )
         self.inductor_cudagraphs = graphs
-        extra = {"combo_kernels": path.combo_kernels and learner.device.type == "cuda"}
+        extra = {"combo_kernels": path.combo_kernels and device.type == "cuda"}
         extra.update(path.inductor_options)
         functional = path.functional_steps
         critic_fn, actor_fn = (
-            (learner.critic_kernel, learner.actor_kernel)
-            if functional
-            else _writing_kernels(learner)
+            (parts.critic_kernel, parts.actor_kernel) if functional else _writing_kernels(parts)
         )
         critic = compile_step(critic_fn, path.compile_mode, graphs, extra)
         actor = compile_step(actor_fn, path.compile_mode, graphs, extra)
         if graphs:
-            mark_static_inputs(learner)
+            mark_static_inputs(parts.statics, parts.state)
         if path.compile_rng:
-            learner.state.rng.compile_hash()
+            parts.state.rng.compile_hash()
         written = not functional
 
         # The compiled kernels are pure; their results are written into the state here,
         # outside the compiled graph (updates.commit).
         def critic_step(rows, eps, divisor, update_target: bool) -> None:
-            learner.critic_commit(critic(rows, eps, divisor, update_target), update_target, written)
+            parts.critic_commit(critic(rows, eps, divisor, update_target), update_target, written)
 
         def actor_step(rows, eps) -> None:
-            learner.actor_commit(actor(rows, eps), written)
+            parts.actor_commit(actor(rows, eps), written)
 
         self._critic, self._actor = critic_step, actor_step
         self._warm = False
 
-    def steps(self) -> tuple[Callable[..., None], Callable[..., None]]:
+    def steps(self) -> tuple[CriticStep, ActorStep]:
         return self._critic, self._actor
 
     def warmup(self) -> None:
         """Compile every step variant by running one cycle, then restore the state."""
         if self._warm:
             return
-        start = time.perf_counter()
-        state = self.learner.state
-        snap = state.snapshot()
-        self.learner.cycle(*self.steps())
-        _synchronize(self.learner.device)
-        state.restore(snap)
-        self.cold_start_s = time.perf_counter() - start
+        super().warmup()
         self._warm = True
 
     def run(self) -> None:
@@ -134,11 +159,11 @@ class CudaGraphExecutor(CompileExecutor):
 
     name = "cudagraph"
 
-    def __init__(self, learner: FlashSACLearner) -> None:
-        if learner.device.type != "cuda":
+    def __init__(self, parts: CycleParts) -> None:
+        if parts.device.type != "cuda":
             raise RuntimeError("path=cudagraph needs a CUDA device")
         # Inductor's own CUDA graphs cannot nest inside the outer capture.
-        super().__init__(learner, inductor_cudagraphs=False)
+        super().__init__(parts, inductor_cudagraphs=False)
         self.graph: torch.cuda.CUDAGraph | None = None
         self.fallback = False
         self.captures = 0
@@ -147,23 +172,24 @@ class CudaGraphExecutor(CompileExecutor):
         if self.graph is not None or self.fallback:
             return
         start = time.perf_counter()
-        learner = self.learner
-        snap = learner.state.snapshot()
-        side = torch.cuda.Stream(learner.device)
-        side.wait_stream(torch.cuda.current_stream(learner.device))
-        with torch.cuda.stream(side):
-            # Compile, autotune and let the caching allocator settle before capture.
-            for _ in range(2):
-                learner.cycle(*self.steps())
-        torch.cuda.current_stream(learner.device).wait_stream(side)
-        torch.cuda.synchronize(learner.device)
-        learner.state.restore(snap)
+        parts, device = self.parts, self.parts.device
+
+        def settle() -> None:
+            """Compile, autotune and let the caching allocator settle before capture."""
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    self._cycle()
+            torch.cuda.current_stream(device).wait_stream(side)
+
+        snap = self._untimed(settle)
         try:
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                learner.cycle(*self.steps())
+                self._cycle()
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
-            if not learner.path.fallback_to_compile:
+            if not parts.path.fallback_to_compile:
                 raise
             warnings.warn(
                 f"CUDA graph capture of the update cycle failed ({type(err).__name__}: {err}); "
@@ -172,8 +198,8 @@ class CudaGraphExecutor(CompileExecutor):
                 stacklevel=2,
             )
             self.fallback = True
-            torch.cuda.synchronize(learner.device)
-            learner.state.restore(snap)
+            torch.cuda.synchronize(device)
+            parts.state.restore(snap)
         else:
             # Capture records kernels without running them: the state is still `snap`.
             self.graph = graph
@@ -186,15 +212,16 @@ class CudaGraphExecutor(CompileExecutor):
         if self.graph is None and not self.fallback:
             self.warmup()
         if self.graph is None:
-            self.learner.cycle(*self.steps())
+            self._cycle()
         else:
             self.graph.replay()
 
 
-def _writing_kernels(learner: FlashSACLearner) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _writing_kernels(parts: CycleParts) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """path.functional_steps=false: kernels that write their tensor results into the state
-    inside the compiled graph (the code before issue 13); the scalars still go out (SCALARS)."""
-    st, s = learner.statics, learner.state
+    inside the compiled graph (the older design, kept as a switch and as the tests' control);
+    the scalars still go out (SCALARS)."""
+    st, s = parts.statics, parts.state
 
     def write(dsts: list[torch.Tensor], step):
         scalars, writes, fused = step
@@ -203,22 +230,21 @@ def _writing_kernels(learner: FlashSACLearner) -> tuple[Callable[..., Any], Call
         return scalars, (), fused
 
     def critic(rows, eps, divisor, update_target: bool):
-        step = learner.critic_kernel(rows, eps, divisor, update_target)
+        step = parts.critic_kernel(rows, eps, divisor, update_target)
         return write(critic_targets(st, s, update_target), step)
 
     def actor(rows, eps):
-        return write(actor_targets(st, s), learner.actor_kernel(rows, eps))
+        return write(actor_targets(st, s), parts.actor_kernel(rows, eps))
 
     return critic, actor
 
 
-def mark_static_inputs(learner: FlashSACLearner) -> None:
+def mark_static_inputs(statics: UpdateStatics, state: LearnerState) -> None:
     """Tell Dynamo that every state / statics tensor keeps its address across calls: Inductor's
     CUDA graph trees then read them in place instead of copying each into the graph's own
     input buffers on every replay (the state never moves: learner.state)."""
-    st = learner.statics
-    tensors = list(learner.state.tensors().values()) + [learner.state.scalars, st.support]
-    for projector in (st.actor_projector, st.critic_projector):
+    tensors = list(state.tensors().values()) + [state.scalars, statics.support]
+    for projector in (statics.actor_projector, statics.critic_projector):
         tensors += projector.tensors()
     for t in tensors:
         torch._dynamo.mark_static_address(t, guard=False)
@@ -229,12 +255,12 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def make_executor(learner: FlashSACLearner) -> EagerExecutor:
-    name = learner.path.name
+def make_executor(parts: CycleParts) -> EagerExecutor:
+    name = parts.path.name
     if name == "eager":
-        return EagerExecutor(learner)
+        return EagerExecutor(parts)
     if name == "compile":
-        return CompileExecutor(learner)
+        return CompileExecutor(parts)
     if name == "cudagraph":
-        return CudaGraphExecutor(learner)
+        return CudaGraphExecutor(parts)
     raise ValueError(f"unknown path {name!r}")

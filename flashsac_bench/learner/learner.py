@@ -13,6 +13,7 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.adam import AdamConfig, AdamState
 from flashsac_bench.learner.cycle import CycleBuffers, plan_cycle, run_cycle
 from flashsac_bench.learner.distributional import target_entropy
+from flashsac_bench.learner.executors import CycleParts, make_executor
 from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
 from flashsac_bench.learner.networks import (
     NormConfig,
@@ -27,7 +28,14 @@ from flashsac_bench.learner.replay import ReplayRing, RowLayout
 from flashsac_bench.learner.reward_normalizer import RewardNormalizer
 from flashsac_bench.learner.rng import CounterRNG
 from flashsac_bench.learner.schedule import LRSchedule
-from flashsac_bench.learner.state import METRICS, METRICS_OFFSET, NUM_SCALARS, LearnerState, M, S
+from flashsac_bench.learner.state import (
+    METRIC_INDEX,
+    METRICS,
+    METRICS_OFFSET,
+    NUM_SCALARS,
+    SCALAR_INDEX,
+    LearnerState,
+)
 from flashsac_bench.learner.updates import (
     Step,
     UpdateStatics,
@@ -88,9 +96,21 @@ class FlashSACLearner:
         self.buffers = CycleBuffers.allocate(
             update.updates_per_step, batch_size, self.statics.rows.width, self.device
         )
-        from flashsac_bench.learner.executors import make_executor
-
-        self.executor = make_executor(self)
+        self.executor = make_executor(
+            CycleParts(
+                run_cycle=self.cycle,
+                critic_step=self.critic_step,
+                actor_step=self.actor_step,
+                critic_kernel=self.critic_kernel,
+                actor_kernel=self.actor_kernel,
+                critic_commit=self.critic_commit,
+                actor_commit=self.actor_commit,
+                statics=self.statics,
+                state=self.state,
+                device=self.device,
+                path=self.path,
+            )
+        )
 
     # ------------------------------------------------------------------ construction
     def _build(self, seed: int) -> tuple[UpdateStatics, LearnerState]:
@@ -131,11 +151,11 @@ class FlashSACLearner:
         statics = UpdateStatics(
             rows=RowLayout(dims.obs, dims.critic_obs, dims.action),
             actor_spec=actor_spec,
-            actor_params=actor_p,
-            actor_buffers=actor_b,
+            actor_param_layout=actor_p,
+            actor_buffer_layout=actor_b,
             critic_spec=critic_spec,
-            critic_params=critic_p,
-            critic_buffers=critic_b,
+            critic_param_layout=critic_p,
+            critic_buffer_layout=critic_b,
             actor_projector=actor_proj,
             critic_projector=critic_proj,
             support=torch.linspace(cfg.v_min, cfg.v_max, cfg.num_atoms, device=dev),
@@ -168,10 +188,10 @@ class FlashSACLearner:
             }
         rng = CounterRNG(seed, dev)
         scalars = torch.zeros(NUM_SCALARS, dtype=torch.float32, device=dev)
-        scalars[S["temperature.log_temp"]] = flats["log_temp"][0]
+        scalars[SCALAR_INDEX["temperature.log_temp"]] = flats["log_temp"][0]
 
         def slot(name: str, n: int = 0) -> torch.Tensor:
-            i = S[name]
+            i = SCALAR_INDEX[name]
             return scalars[i : i + 1] if n else scalars[i]
 
         state = LearnerState(
@@ -274,8 +294,8 @@ class FlashSACLearner:
     def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         st, s = self.statics, self.state
         return actor_policy(
-            st.actor_params,
-            st.actor_buffers,
+            st.actor_param_layout,
+            st.actor_buffer_layout,
             s.actor_params,
             s.actor_buffers,
             obs,
@@ -317,13 +337,13 @@ class FlashSACLearner:
     def metrics_from(self, raw: torch.Tensor | list[float]) -> dict[str, float]:
         """Per-iteration means from a (host copy of the) metric buffer."""
         v = [float(x) for x in (raw.tolist() if isinstance(raw, torch.Tensor) else raw)]
-        critic_n = max(self.n_critic - v[M["critic_skipped"]], 1.0)
-        actor_n = max(self.n_actor - v[M["actor_skipped"]], 1.0)
+        critic_n = max(self.n_critic - v[METRIC_INDEX["critic_skipped"]], 1.0)
+        actor_n = max(self.n_actor - v[METRIC_INDEX["actor_skipped"]], 1.0)
         out = {name: v[i] for i, name in enumerate(METRICS)}
         for key in ("critic_loss", "q_mean"):
-            out[key] = v[M[key]] / critic_n
+            out[key] = v[METRIC_INDEX[key]] / critic_n
         for key in ("actor_loss", "entropy", "temperature_loss"):
-            out[key] = v[M[key]] / actor_n
+            out[key] = v[METRIC_INDEX[key]] / actor_n
         return out
 
     def read_metrics(self) -> dict[str, float]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -61,6 +62,17 @@ class NetSpec:
 
     def lead(self) -> tuple[int, ...]:
         return (self.members,) if self.members else ()
+
+
+class Network(NamedTuple):
+    """One network as its pure forward functions take it: named parameter views (param_views),
+    named buffer views, its shape, its norm constants and its matmul dtype."""
+
+    params: dict[str, torch.Tensor]
+    buffers: dict[str, torch.Tensor]
+    spec: NetSpec
+    norm: NormConfig
+    mm_dtype: torch.dtype
 
 
 def _trunk_layout(spec: NetSpec, params: Layout, buffers: Layout) -> None:
@@ -151,8 +163,9 @@ def batch_norm(
     x: torch.Tensor,
     mean_buf: torch.Tensor,
     var_buf: torch.Tensor,
-    training: bool,
     norm: NormConfig,
+    *,
+    training: bool,
     stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Normalize x [..., B, d] over the batch dim (-2); buffers are [..., d]. No affine.
@@ -192,25 +205,23 @@ def _linear(x: torch.Tensor, w: torch.Tensor, mm_dtype: torch.dtype, out: int) -
 
 
 def trunk(
-    p: dict[str, torch.Tensor],
-    b: dict[str, torch.Tensor],
+    net: Network,
     x: torch.Tensor,
-    spec: NetSpec,
+    *,
     training: bool,
-    norm: NormConfig,
-    mm_dtype: torch.dtype,
     input_stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h].
 
     input_stats: input_statistics(x), shared by every member's input BN (they see the same x).
     """
+    p, b, spec, norm, mm_dtype = net
     new_b: dict[str, torch.Tensor] = {}
 
     def norm_layer(name: str, y: torch.Tensor, stats=None) -> torch.Tensor:
         """BN `name` (statistics, running-stat update into new_b) then its affine."""
         y_hat, new_b[f"{name}.mean"], new_b[f"{name}.var"] = batch_norm(
-            y, b[f"{name}.mean"], b[f"{name}.var"], training, norm, stats
+            y, b[f"{name}.mean"], b[f"{name}.var"], norm, training=training, stats=stats
         )
         return bn_affine(y_hat, p[name])
 
@@ -230,15 +241,10 @@ def trunk(
 
 
 def actor_mean_log_std(
-    p: dict[str, torch.Tensor],
-    b: dict[str, torch.Tensor],
-    obs: torch.Tensor,
-    spec: NetSpec,
-    training: bool,
-    norm: NormConfig,
-    mm_dtype: torch.dtype,
+    net: Network, obs: torch.Tensor, *, training: bool
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    h, new_b = trunk(p, b, obs, spec, training, norm, mm_dtype)
+    h, new_b = trunk(net, obs, training=training)
+    p, mm_dtype = net.params, net.mm_dtype
     heads = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"]
     mean, raw = heads.chunk(2, dim=-1)
     # log_std squashed smoothly into [-10, 2] (not clamped).
@@ -258,15 +264,14 @@ def actor_policy(
     align: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean, log_std) of the acting policy: flat vectors in, BN running statistics (eval)."""
-    mean, log_std, _ = actor_mean_log_std(
+    net = Network(
         param_views(param_layout, params, mm_dtype, align),
         buffer_layout.views(buffers),
-        obs,
         spec,
-        False,
         norm,
         mm_dtype,
     )
+    mean, log_std, _ = actor_mean_log_std(net, obs, training=False)
     return mean, log_std
 
 
@@ -286,22 +291,20 @@ def tanh_normal_sample(
 
 
 def critic_distribution(
-    p: dict[str, torch.Tensor],
-    b: dict[str, torch.Tensor],
+    net: Network,
     critic_obs: torch.Tensor,
     actions: torch.Tensor,
     support: torch.Tensor,
-    spec: NetSpec,
+    *,
     training: bool,
-    norm: NormConfig,
-    mm_dtype: torch.dtype,
     input_stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers.
 
     input_stats: input_statistics of cat(critic_obs, actions), if the caller computed them."""
     x = torch.cat([critic_obs, actions], dim=-1)
-    h, new_b = trunk(p, b, x, spec, training, norm, mm_dtype, input_stats)
+    h, new_b = trunk(net, x, training=training, input_stats=input_stats)
+    p, mm_dtype = net.params, net.mm_dtype
     logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
     log_probs = torch.log_softmax(logits, dim=-1)
     q = (torch.exp(log_probs) * support).sum(-1)

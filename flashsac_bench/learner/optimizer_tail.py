@@ -7,8 +7,8 @@ After the gradient of a flat parameter vector is known, every update ends the sa
     target' = lerp(target, p'', tau)       (critic only, when the update moves the target)
     written only if ok (loss and gradient finite)
 
-`tail_candidate` is that math as plain tensor ops, out of place -- the code every path ran
-before issue 13, and what the non-fused paths still run (inside the compiled step). With
+`tail_candidate` is that math as plain tensor ops, out of place: what the non-fused paths run
+(inside the compiled step). With
 `path.fused_optimizer` the update returns the gradient and a 3-element `hyper` vector instead,
 and `OptimizerTail` applies the tail in place, after the compiled step: on CUDA as ONE Triton
 kernel per network (learner.triton_tail, one program per projection row), elsewhere as

@@ -29,13 +29,14 @@ METRICS = (
     "critic_lr",  # last
     "actor_lr",  # last
 )
-M = {name: i for i, name in enumerate(METRICS)}
+METRIC_INDEX = {name: i for i, name in enumerate(METRICS)}
 
 # Every 0-d / 1-element piece of state lives in ONE small vector (`LearnerState.scalars`).
 # Compiled update steps only READ it and return the next vector; the caller copies it back.
 # Why: Inductor may fuse the write of a broadcast-read scalar into a multi-block kernel, and
-# blocks that run later then read the already-updated value (seen on the H200: step counters
-# advanced ~5x per update). Keeping these writes out of compiled graphs rules that out.
+# blocks that run later then read the already-updated value (it happened on the H200:
+# docs/benchmarks.md, "Numerics of the fast paths"). Keeping these writes out of compiled
+# graphs rules that out.
 SCALARS = (
     "critic.adam.step",
     "actor.adam.step",
@@ -46,7 +47,7 @@ SCALARS = (
     "temperature.adam.exp_avg",
     "temperature.adam.exp_avg_sq",
 )
-S = {name: i for i, name in enumerate(SCALARS)}
+SCALAR_INDEX = {name: i for i, name in enumerate(SCALARS)}
 METRICS_OFFSET = len(SCALARS)
 NUM_SCALARS = len(SCALARS) + len(METRICS)
 

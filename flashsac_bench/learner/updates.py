@@ -33,6 +33,7 @@ from flashsac_bench.learner.distributional import (
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.networks import (
     NetSpec,
+    Network,
     NormConfig,
     actor_mean_log_std,
     actor_policy,
@@ -45,7 +46,7 @@ from flashsac_bench.learner.optimizer_tail import make_hyper, tail_candidate
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.learner.schedule import LRSchedule
-from flashsac_bench.learner.state import METRICS_OFFSET, LearnerState, M, S
+from flashsac_bench.learner.state import METRIC_INDEX, METRICS_OFFSET, SCALAR_INDEX, LearnerState
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,11 @@ class UpdateStatics:
 
     rows: RowLayout
     actor_spec: NetSpec
-    actor_params: Layout
-    actor_buffers: Layout
+    actor_param_layout: Layout
+    actor_buffer_layout: Layout
     critic_spec: NetSpec
-    critic_params: Layout
-    critic_buffers: Layout
+    critic_param_layout: Layout
+    critic_buffer_layout: Layout
     actor_projector: Projector
     critic_projector: Projector
     support: torch.Tensor
@@ -91,14 +92,14 @@ class ScalarWriter:
         self.parts = list(scalars.unbind())
 
     def set(self, name: str, value: torch.Tensor) -> None:
-        self.parts[S[name]] = value.reshape(())
+        self.parts[SCALAR_INDEX[name]] = value.reshape(())
 
     def add_metric(self, name: str, value: torch.Tensor) -> None:
-        i = METRICS_OFFSET + M[name]
+        i = METRICS_OFFSET + METRIC_INDEX[name]
         self.parts[i] = self.parts[i] + value.reshape(())
 
     def set_metric(self, name: str, value: torch.Tensor) -> None:
-        self.parts[METRICS_OFFSET + M[name]] = value.reshape(())
+        self.parts[METRICS_OFFSET + METRIC_INDEX[name]] = value.reshape(())
 
     def build(self) -> torch.Tensor:
         return torch.stack(self.parts)
@@ -189,8 +190,8 @@ def critic_grad(
     with torch.no_grad():
         # Next actions from the actor with BN running statistics (eval mode).
         mean, log_std = actor_policy(
-            st.actor_params,
-            st.actor_buffers,
+            st.actor_param_layout,
+            st.actor_buffer_layout,
             s.actor_params,
             s.actor_buffers,
             cols["next_obs"],
@@ -214,21 +215,13 @@ def critic_grad(
         )
 
     def critic_forward(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], spec: NetSpec):
+        net = Network(p, b, spec, st.norm, st.mm_dtype)
         return critic_distribution(
-            p,
-            b,
-            critic_in,
-            actions_in,
-            st.support,
-            spec,
-            True,
-            st.norm,
-            st.mm_dtype,
-            input_stats=stats,
+            net, critic_in, actions_in, st.support, training=True, input_stats=stats
         )
 
     def views(params: torch.Tensor) -> dict[str, torch.Tensor]:
-        return param_views(st.critic_params, params, st.mm_dtype, st.gemm_align)
+        return param_views(st.critic_param_layout, params, st.mm_dtype, st.gemm_align)
 
     @torch.no_grad()
     def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
@@ -243,8 +236,8 @@ def critic_grad(
             st.v_max,
         )
 
-    critic_b = st.critic_buffers.views(s.critic_buffers)
-    target_b = st.critic_buffers.views(s.target_buffers)
+    critic_b = st.critic_buffer_layout.views(s.critic_buffers)
+    target_b = st.critic_buffer_layout.views(s.target_buffers)
     members = st.critic_spec.members
     if st.joint_critic_forward:
         # path.joint_critic_forward: target and online critic as ONE 2E-member ensemble on the
@@ -284,8 +277,8 @@ def critic_grad(
         grad,
         loss,
         q_mean,
-        pack(st.critic_buffers, new_b),
-        pack(st.critic_buffers, target_new_b),
+        pack(st.critic_buffer_layout, new_b),
+        pack(st.critic_buffer_layout, target_new_b),
     )
 
 
@@ -330,33 +323,20 @@ def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: to
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
-    critic_p = param_views(st.critic_params, s.critic_params, st.mm_dtype, st.gemm_align)
-    critic_b = st.critic_buffers.views(s.critic_buffers)
-    actor_b = st.actor_buffers.views(s.actor_buffers)
+    critic_p = param_views(st.critic_param_layout, s.critic_params, st.mm_dtype, st.gemm_align)
+    critic_b = st.critic_buffer_layout.views(s.critic_buffers)
+    critic = Network(critic_p, critic_b, st.critic_spec, st.norm, st.mm_dtype)
+    actor_b = st.actor_buffer_layout.views(s.actor_buffers)
     alpha = torch.exp(s.log_temp).detach()
 
     def loss_fn(actor_params: torch.Tensor):
-        mean, log_std, new_b = actor_mean_log_std(
-            param_views(st.actor_params, actor_params, st.mm_dtype, st.gemm_align),
-            actor_b,
-            obs_in,
-            st.actor_spec,
-            True,
-            st.norm,
-            st.mm_dtype,
-        )
+        actor_p = param_views(st.actor_param_layout, actor_params, st.mm_dtype, st.gemm_align)
+        actor = Network(actor_p, actor_b, st.actor_spec, st.norm, st.mm_dtype)
+        mean, log_std, new_b = actor_mean_log_std(actor, obs_in, training=True)
         actions, log_prob = tanh_normal_sample(mean[:batch], log_std[:batch], eps)
         # Online critic with BN running statistics; its parameters are constants here.
         q, _, _ = critic_distribution(
-            critic_p,
-            critic_b,
-            cols["critic_obs"],
-            actions,
-            st.support,
-            st.critic_spec,
-            False,
-            st.norm,
-            st.mm_dtype,
+            critic, cols["critic_obs"], actions, st.support, training=False
         )
         loss = (alpha * log_prob - q.min(dim=0).values).mean()
         return loss, (new_b, -log_prob.mean())
@@ -369,7 +349,7 @@ def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: to
     tail, fused, actor_step = _optimizer_tail(
         st, st.actor_projector, s.actor_params, grad, s.actor_adam, None, lr, ok
     )
-    buffers = torch.where(ok, pack(st.actor_buffers, new_b), s.actor_buffers)
+    buffers = torch.where(ok, pack(st.actor_buffer_layout, new_b), s.actor_buffers)
 
     # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this step.
     entropy = entropy.detach()

@@ -385,14 +385,14 @@ def run_theirs(
     q, qinfo = outs["critic"][0]
     rec.put("critic.online_q", q)
     rec.put("critic.online_log_probs", qinfo["log_prob"])
-    rec.put("critic.grad", ui.flat_from_named(st.critic_params, c_fields, critic_grads))
+    rec.put("critic.grad", ui.flat_from_named(st.critic_param_layout, c_fields, critic_grads))
     action, info = outs["actor"][1]
     rec.put("actor.mean", info["mean"])
     rec.put("actor.log_std", info["std"].log())
     rec.put("actor.action", action[:b])
     rec.put("actor.log_prob", info["log_prob"][:b])
     rec.put("actor.q", outs["critic"][1][0])
-    rec.put("actor.grad", ui.flat_from_named(st.actor_params, a_fields, actor_grads))
+    rec.put("actor.grad", ui.flat_from_named(st.actor_param_layout, a_fields, actor_grads))
     rec.put("temperature.grad", temp_grad)
     rec.put("critic.loss", cm["Loss/critic"])
     rec.put("actor.loss", am["Loss/actor"])
@@ -477,13 +477,13 @@ STEP_KEYS += ("critic.sched_step", "actor.sched_step")
 def _layout_of(learner: FlashSACLearner, key: str):
     st = learner.statics
     if key.startswith("actor.") and key != "actor.buffers":
-        return st.actor_params
+        return st.actor_param_layout
     if key == "actor.buffers":
-        return st.actor_buffers
+        return st.actor_buffer_layout
     if key.endswith(".buffers"):
-        return st.critic_buffers
+        return st.critic_buffer_layout
     if key.startswith(("critic.", "target.")):
-        return st.critic_params
+        return st.critic_param_layout
     return None
 
 
@@ -609,8 +609,8 @@ SABOTAGES = (
     Sabotage(
         "target_bn_stats_from_online",
         "updates",
-        "pack(st.critic_buffers, target_new_b)",
-        "pack(st.critic_buffers, new_b)",
+        "pack(st.critic_buffer_layout, target_new_b)",
+        "pack(st.critic_buffer_layout, new_b)",
     ),
     Sabotage(
         "polyak_tau",
@@ -641,8 +641,8 @@ SABOTAGES = (
     Sabotage(
         "actor_critic_in_train_mode",
         "updates",
-        "            st.critic_spec,\n            False,",
-        "            st.critic_spec,\n            True,",
+        "st.support, training=False",
+        "st.support, training=True",
     ),
     Sabotage(
         "actor_lr",
@@ -653,7 +653,7 @@ SABOTAGES = (
     Sabotage(
         "actor_bn_stats_dropped",
         "updates",
-        "torch.where(ok, pack(st.actor_buffers, new_b), s.actor_buffers)",
+        "torch.where(ok, pack(st.actor_buffer_layout, new_b), s.actor_buffers)",
         "s.actor_buffers",
     ),
     # temperature update
@@ -774,8 +774,8 @@ def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> t
         st = learner.statics
         gather = learner.path.projection_gather
         projectors = {
-            "actor_projector": edited.Projector(st.actor_params, learner.device, gather),
-            "critic_projector": edited.Projector(st.critic_params, learner.device, gather),
+            "actor_projector": edited.Projector(st.actor_param_layout, learner.device, gather),
+            "critic_projector": edited.Projector(st.critic_param_layout, learner.device, gather),
         }
         monkeypatch.setattr(learner, "statics", dataclasses.replace(st, **projectors))
         return updates

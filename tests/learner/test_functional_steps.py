@@ -75,7 +75,7 @@ def test_update_kernels_write_no_state_and_the_detector_sees_the_old_kernels_wri
     after = learner.state.tensors()
     assert all(torch.equal(before[k], after[k]) for k in before)
     # Control: the writing (pre-issue-13) kernels write params, moments, buffers, target.
-    writes = _kernel_writes(learner, *_writing_kernels(learner))
+    writes = _kernel_writes(learner, *_writing_kernels(learner.executor.parts))
     written = {w.split("->")[1] for w in writes}
     assert {"critic.params", "critic.adam.exp_avg", "target.params", "actor.params"} <= written
 
@@ -104,7 +104,7 @@ def test_compiled_step_graphs_mutate_none_of_their_inputs():
     actor = _mutated_graph_inputs(learner.actor_kernel, rows, eps)
     assert critic == [[]] and actor == [[]]
     # Control: the old kernels' graphs mutate their state inputs (what made Inductor skip).
-    old_critic, old_actor = _writing_kernels(learner)
+    old_critic, old_actor = _writing_kernels(learner.executor.parts)
     assert _mutated_graph_inputs(old_critic, rows, eps, divisor, True)[0] != []
     assert _mutated_graph_inputs(old_actor, rows, eps)[0] != []
 
@@ -115,7 +115,7 @@ def test_pure_kernels_plus_commit_equal_the_writing_kernels_bit_for_bit(path):
     options = {"functional_steps": False} if path == "compile" else {}
     old = tiny_learner(path, path_options=options)
     if path == "eager":  # eager has no executor switch: drive the old kernels by hand
-        critic, actor = _writing_kernels(old)
+        critic, actor = _writing_kernels(old.executor.parts)
 
         def critic_step(rows, eps, divisor, update_target):
             old.critic_commit(critic(rows, eps, divisor, update_target), update_target, True)

@@ -13,7 +13,7 @@ from helpers import tiny_learner
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.learner.layout import ROWS
-from flashsac_bench.learner.networks import aligned, critic_distribution, param_views
+from flashsac_bench.learner.networks import Network, aligned, critic_distribution, param_views
 
 
 def test_aligned_rounds_up() -> None:
@@ -24,10 +24,10 @@ def test_aligned_rounds_up() -> None:
 def test_param_views_pad_matmul_weights_with_zeros_only() -> None:
     learner = tiny_learner()
     st, flat = learner.statics, learner.state.critic_params
-    plain = param_views(st.critic_params, flat, torch.float32, 1)
-    padded = param_views(st.critic_params, flat, torch.float32, 8)
+    plain = param_views(st.critic_param_layout, flat, torch.float32, 1)
+    padded = param_views(st.critic_param_layout, flat, torch.float32, 8)
     padded_some = False
-    for name, entry in st.critic_params.entries.items():
+    for name, entry in st.critic_param_layout.entries.items():
         w, p = plain[name], padded[name]
         if entry.kind != ROWS:
             assert p.shape == w.shape and torch.equal(p, w), name
@@ -47,16 +47,15 @@ def test_padded_critic_gives_the_same_values_and_gradients() -> None:
     st, s = learner.statics, learner.state
     g = torch.Generator().manual_seed(5)
     obs = torch.randn(16, learner.dims.critic_obs, generator=g)
-    buffers = st.critic_buffers.views(s.critic_buffers)
+    buffers = st.critic_buffer_layout.views(s.critic_buffers)
 
     def run(align: int):
         params = s.critic_params.clone().requires_grad_(True)
         actions = torch.rand(16, learner.dims.action, generator=torch.Generator().manual_seed(6))
         actions.requires_grad_(True)
-        p = param_views(st.critic_params, params, torch.float32, align)
-        q, log_probs, new_b = critic_distribution(
-            p, buffers, obs, actions, st.support, st.critic_spec, True, st.norm, torch.float32
-        )
+        p = param_views(st.critic_param_layout, params, torch.float32, align)
+        net = Network(p, buffers, st.critic_spec, st.norm, torch.float32)
+        q, log_probs, new_b = critic_distribution(net, obs, actions, st.support, training=True)
         (q.sum() + log_probs[..., 3].sum()).backward()
         return q, log_probs, new_b, params.grad, actions.grad
 

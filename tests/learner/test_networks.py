@@ -52,7 +52,7 @@ def test_batch_norm_training_matches_torch_and_updates_running_stats():
     mean_buf = torch.randn(5, generator=g, dtype=torch.float64)
     var_buf = torch.rand(5, generator=g, dtype=torch.float64) + 0.5
     affine = torch.randn(2, 5, generator=g, dtype=torch.float64)
-    x_hat, new_mean, new_var = batch_norm(x, mean_buf, var_buf, True, NORM)
+    x_hat, new_mean, new_var = batch_norm(x, mean_buf, var_buf, NORM, training=True)
     y = bn_affine(x_hat, affine)
     rm, rv = mean_buf.clone(), var_buf.clone()
     ref = F.batch_norm(x, rm, rv, affine[0], affine[1], True, NORM.bn_momentum, NORM.bn_eps)
@@ -70,7 +70,7 @@ def test_batch_norm_eval_uses_running_stats_and_leaves_them():
         torch.tensor([1.0, 2.0, 3.0]).double(),
         torch.tensor([4.0, 1.0, 0.25]).double(),
     )
-    x_hat, m, v = batch_norm(x, mean_buf, var_buf, False, NORM)
+    x_hat, m, v = batch_norm(x, mean_buf, var_buf, NORM, training=False)
     torch.testing.assert_close(x_hat, (x - mean_buf) / torch.sqrt(var_buf + NORM.bn_eps))
     assert m is mean_buf and v is var_buf
 
@@ -80,7 +80,7 @@ def test_ensemble_batch_norm_is_per_member():
     x = torch.randn(2, 16, 4, generator=g, dtype=torch.float64)
     x[1] = x[1] * 5 - 2  # members see different data
     mean_buf, var_buf = torch.zeros(2, 4).double(), torch.ones(2, 4).double()
-    x_hat, new_mean, new_var = batch_norm(x, mean_buf, var_buf, True, NORM)
+    x_hat, new_mean, new_var = batch_norm(x, mean_buf, var_buf, NORM, training=True)
     for e in range(2):
         rm, rv = torch.zeros(4).double(), torch.ones(4).double()
         ref = F.batch_norm(x[e], rm, rv, None, None, True, NORM.bn_momentum, NORM.bn_eps)

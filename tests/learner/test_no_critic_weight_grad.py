@@ -46,8 +46,8 @@ def _inputs(learner):
 
 def test_eager_actor_step_has_no_critic_weight_grad_but_critic_step_has():
     learner = tiny_learner()
-    critic_w = weight_shapes(learner.statics.critic_params, lead=3)
-    actor_w = weight_shapes(learner.statics.actor_params, lead=2)
+    critic_w = weight_shapes(learner.statics.critic_param_layout, lead=3)
+    actor_w = weight_shapes(learner.statics.actor_param_layout, lead=2)
     rows, eps = _inputs(learner)
     actor_graph = make_fx(lambda r, e: learner.actor_step(r, e))(rows, eps).graph
     assert weight_grad_matmuls(actor_graph, critic_w) == []
@@ -60,7 +60,7 @@ def test_eager_actor_step_has_no_critic_weight_grad_but_critic_step_has():
 
 def test_compiled_actor_step_graph_has_no_critic_weight_grad():
     learner = tiny_learner()
-    critic_w = weight_shapes(learner.statics.critic_params, lead=3)
+    critic_w = weight_shapes(learner.statics.critic_param_layout, lead=3)
     graphs: list[torch.fx.GraphModule] = []
 
     def capture(gm: torch.fx.GraphModule, example_inputs):
