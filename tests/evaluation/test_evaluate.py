@@ -1,4 +1,4 @@
-"""flashsac_bench.evaluate: tracking metrics, episode accounting, the CLI and rendering."""
+"""flashsac_bench.evaluate and flashsac_bench.evaluation: metrics, episodes, the CLI, rendering."""
 
 from __future__ import annotations
 
@@ -14,13 +14,9 @@ import numpy as np
 import pytest
 
 from flashsac_bench.config import to_config
-from flashsac_bench.evaluate import (
-    episode_quotas,
-    frame_stride,
-    parse_args,
-    rollout,
-    step_metrics,
-)
+from flashsac_bench.evaluate import parse_args
+from flashsac_bench.evaluation.render import frame_stride
+from flashsac_bench.evaluation.rollout import episode_quotas, rollout, step_metrics
 
 SIGMA = 0.25
 KW = dict(lin_vel_scale=2.0, gyro_scale=0.25, tracking_sigma=SIGMA, ctrl_dt=0.02)
