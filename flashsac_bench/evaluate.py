@@ -16,7 +16,9 @@ sets to `egl` when unset (NVIDIA EGL on a GPU machine, Mesa's software EGL on a 
 `MUJOCO_GL=osmesa` needs libOSMesa (Debian/Ubuntu: libosmesa6). Without a working backend the
 evaluation still completes: one message names the problem and eval.json records it.
 
-Options (key=value, OmegaConf-typed; unknown keys are an error): see `EvalConfig`.
+A Hydra app (conf/evaluate.yaml; options: EvalConfig in flashsac_bench/evaluation/config.py):
+`--help`, `--cfg job`, `-m checkpoint=a,b` (one evaluation per checkpoint); bad input, an
+unreadable checkpoint of any job included, is one line on stderr before anything is written.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.render import frame_stride, render_episode
 from flashsac_bench.evaluation.rollout import aggregate, rollout, step_metrics
+from flashsac_bench.tool_app import Tool, run_tool, to_schema
 
 if TYPE_CHECKING:
     from flashsac_bench.envs.api import EnvStep, VecEnv
@@ -159,32 +162,16 @@ def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dic
     return {"mode": "checkpoint", "value": float(saved)}
 
 
-def parse_args(argv: list[str]) -> EvalConfig:
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+# ---------------------------------------------------------------------------- CLI
+def _check(ec: EvalConfig) -> None:
+    """Before any job runs (all of a sweep's): its checkpoint is a readable one."""
+    from flashsac_bench.export import read_checkpoint
 
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(EvalConfig), OmegaConf.from_dotlist(argv))
-        ec = OmegaConf.to_object(merged)
-    except OmegaConfBaseException as err:
-        raise SystemExit(f"flashsac_bench.evaluate: invalid option: {err}") from None
-    assert isinstance(ec, EvalConfig)
-    return ec
+    read_checkpoint(ec.checkpoint)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        print("\n".join(f"  {k}={v!r}" for k, v in asdict(EvalConfig()).items()))
-        return 0
-    # Must happen before MuJoCo is imported: its GL backend is chosen at import time.
-    if "mujoco" not in sys.modules:
-        os.environ.setdefault("MUJOCO_GL", "egl")
-    ec = parse_args(argv)
-    if ec.checkpoint == "???":
-        print("flashsac_bench.evaluate: checkpoint=<run dir or .pt> is required", file=sys.stderr)
-        return 2
+def _job(cfg: Any) -> int:
+    ec = to_schema(cfg, EvalConfig)
     report = evaluate(ec)
     s = report["summary"]
     print(
@@ -205,7 +192,23 @@ def _pct(x: float | None) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
 
 
-if __name__ == "__main__":
-    from flashsac_bench.cli_errors import run_main
+TOOL = Tool(
+    prog="flashsac_bench.evaluate",
+    config_name="evaluate",
+    schema_name="flashsac_bench_evaluate_schema",
+    schema=EvalConfig,
+    job=_job,
+    required={"checkpoint": "<run dir, checkpoints dir or .pt>"},
+    check=_check,
+)
 
-    raise SystemExit(run_main(main, "flashsac_bench.evaluate"))
+
+def main() -> None:
+    # Before MuJoCo is imported (by a job): its GL backend is chosen at import time.
+    if "mujoco" not in sys.modules:
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    run_tool(TOOL)
+
+
+if __name__ == "__main__":
+    main()
