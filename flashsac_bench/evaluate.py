@@ -35,7 +35,15 @@ import numpy as np
 
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.render import frame_stride, render_episode
-from flashsac_bench.evaluation.rollout import aggregate, rollout, step_metrics
+from flashsac_bench.evaluation.robustness import (
+    Condition,
+    apply_condition,
+    env_layout,
+    make_condition,
+    report_line,
+    summarize,
+)
+from flashsac_bench.evaluation.rollout import Rollout, aggregate, rollout, step_metrics
 from flashsac_bench.tool_app import Tool, run_tool, to_schema
 
 if TYPE_CHECKING:
@@ -64,15 +72,12 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     if ec.render:
         frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
     out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
-    out_dir.mkdir(parents=True, exist_ok=True)
     num_envs = min(ec.num_envs, ec.episodes)
     backend = cfg.backend
     if ec.threads > 0:
         backend = type(backend)(
             **{**asdict(backend), "mode": "threads", "workers": 0, "num_threads": ec.threads}
         )
-    env = make_env(cfg.task, backend, num_envs, ec.seed)
-    scale_note = _apply_penalty_scale(env, trained.payload, ec.penalty_scale)
     task = cfg.task
 
     def policy(obs: np.ndarray) -> np.ndarray:
@@ -91,25 +96,45 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
             ctrl_dt=task.ctrl_dt,
         )
 
-    render_env = min(max(ec.render_env, 0), num_envs - 1)
-    record_steps = int(round(ec.render_seconds / task.ctrl_dt)) if ec.render else 0
-    qpos = env.qpos if isinstance(env, TaskEnv) else None
-    record = (lambda: qpos[render_env].copy()) if qpos is not None else None
+    def run(
+        envs: int, episodes: int, condition: Condition | None = None, render: bool = False
+    ) -> tuple[Rollout, dict[str, Any], dict[str, float]]:
+        """(rollout, penalty-scale note, env metrics) in a fresh env of seed ec.seed: every
+        run starts from the same states, so robustness conditions compare with nominal."""
+        env = make_env(task, backend, envs, ec.seed)
+        try:
+            scale_note = _apply_penalty_scale(env, trained.payload, ec.penalty_scale)
+            if condition is not None:
+                apply_condition(env, condition)
+            render_env = min(max(ec.render_env, 0), envs - 1)
+            record_steps = int(round(ec.render_seconds / task.ctrl_dt)) if render else 0
+            qpos = env.qpos if isinstance(env, TaskEnv) else None
+            record = (lambda: qpos[render_env].copy()) if qpos is not None else None
+            result = rollout(
+                env,
+                policy,
+                episodes,
+                metrics,
+                record=record,
+                record_env=render_env,
+                record_steps=record_steps,
+            )
+            return result, scale_note, env.metrics()
+        finally:
+            env.close()
+
     t_roll = time.perf_counter()
-    try:
-        result = rollout(
-            env,
-            policy,
-            ec.episodes,
-            metrics,
-            record=record,
-            record_env=render_env,
-            record_steps=record_steps,
-        )
-        final_env_metrics = env.metrics()
-    finally:
-        env.close()
+    result, scale_note, final_env_metrics = run(num_envs, ec.episodes, render=ec.render)
     rollout_s = time.perf_counter() - t_roll
+    robustness: dict[str, Any] = {}
+    for name in ec.robustness:
+        cond = make_condition(name, task, ec.push_step, ec.push_velocity)
+        if name == "nominal":  # the rollout above, exactly: not run twice
+            episodes = result.episodes
+        else:
+            n_episodes, n_envs = env_layout(cond, ec.episodes, ec.num_envs)
+            episodes = run(n_envs, n_episodes, cond)[0].episodes
+        robustness[name] = summarize(cond, episodes, task.max_episode_steps)
 
     summary = aggregate(result.episodes)
     length = summary["length"]["mean"]
@@ -142,6 +167,9 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
         "episodes": result.episodes,
         "git": git_info(),
     }
+    if robustness:  # only when asked: eval.json without the option stays as it was
+        report["robustness"] = robustness
+    out_dir.mkdir(parents=True, exist_ok=True)  # after the rollouts: a failure writes nothing
     rendered = render_episode(task, result.frames, ec, out_dir) if ec.render else {"ok": False}
     report["render"] = rendered
     report["wall_s"] = time.perf_counter() - t0
@@ -182,6 +210,10 @@ def _job(cfg: Any) -> int:
         f"{s['ang_vel_error_mean']['mean']:.3f} rad/s (tracking "
         f"{_pct(s['tracking_ang_vel_frac_mean']['mean'])})"
     )
+    if report.get("robustness"):
+        print("robustness (docs/evaluation.md):")
+        for name, rec in report["robustness"].items():
+            print(report_line(name, rec))
     if report["render"].get("ok"):
         print(f"video: {report['render']['gif']}  strip: {report['render']['strip']}")
     print(f"report: {report['path']}")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.evaluation.robustness import condition_names
 
 
 @dataclass
@@ -32,9 +34,21 @@ class EvalConfig:
     camera_elevation: float = -15.0
     camera_azimuth: float = 135.0
     strip_frames: int = 6
+    # Conditions no training run saw (flashsac_bench/evaluation/robustness.py), each reported in
+    # eval.json's "robustness": true for all of nominal, push, mass_minus20, mass_plus20,
+    # command_edges, or a list of them; false: none (eval.json as without the option). Any, not
+    # list[str]: Hydra reads robustness=true as a bool. Normalized to the list of names.
+    robustness: Any = False
+    push_step: int = 150  # the episode step the push acts in (50 Hz: 3 s into the episode)
+    push_velocity: list[float] = field(default_factory=lambda: [0.0, 0.75, 0.0])  # m/s, world
 
     def __post_init__(self) -> None:
         # ConfigError: one line on the command line (flashsac_bench.cli_errors).
+        self.robustness = condition_names(self.robustness)
+        if self.push_step < 1:
+            raise ConfigError(f"push_step must be >= 1, got {self.push_step}")
+        if len(self.push_velocity) != 3:
+            raise ConfigError(f"push_velocity must be [x, y, z] (m/s), got {self.push_velocity}")
         if self.episodes < 1 or self.num_envs < 1:
             raise ConfigError("episodes and num_envs must be >= 1")
         if self.penalty_scale not in ("checkpoint", "initial"):
