@@ -296,6 +296,7 @@ def test_evaluate_render_false_and_default_out_dir(trained_run):
     out = Path(trained_run.run_dir)  # beside the run: <run>/checkpoints/iter_k.pt -> <run>
     report = json.loads((out / "eval.json").read_text())
     assert report["render"] == {"ok": False} and len(report["episodes"]) == 2
+    assert "robustness" not in report  # only when asked (robustness=...)
 
 
 # ---------------------------------------------------------------------------- the Hydra app
