@@ -10,6 +10,9 @@ whether it terminated, the command, linear / angular velocity tracking errors an
 rewards (the env's weighted reward terms, and as a fraction of their maximum). Writes
 `eval.json` and, with render=true, `eval.gif` (one episode of env `render_env`, tracking camera)
 and `eval_strip.png` (a few of its frames side by side) into `out_dir` (default: the run dir).
+`robustness=true` (or a list) adds conditions no training run saw, each reported in eval.json:
+a push, link masses x0.8 / x1.2, commands at the edges of the training ranges
+(flashsac_bench/evaluation/robustness.py).
 
 Rendering uses `mujoco.Renderer` with the GL backend named by MUJOCO_GL, which this command
 sets to `egl` when unset (NVIDIA EGL on a GPU machine, Mesa's software EGL on a CPU-only one);
