@@ -46,6 +46,7 @@ from flashsac_bench.interop.unilab import ConversionError
 KINDS = ("flashsac_bench", "unilab")
 SCHEMA_NAME = "flashsac_bench_convert_schema"
 OPTION_KEYS = ("source", "out", "to", "unilab_device", "overwrite")
+SOURCE_HINT = "<unilab-rl model_*.pt, or a flashsac_bench checkpoint / run dir>"
 
 
 @dataclass
@@ -244,11 +245,7 @@ def _main(cfg: Any) -> int:
     from omegaconf import OmegaConf
 
     if OmegaConf.is_missing(cfg, "source"):
-        print(
-            "flashsac_bench.convert: source=<unilab-rl model_*.pt, or a flashsac_bench "
-            "checkpoint / run dir> is required (--help)",
-            file=sys.stderr,
-        )
+        print(f"flashsac_bench.convert: source={SOURCE_HINT} is required (--help)", file=sys.stderr)
         return 2
     try:
         cc = OmegaConf.to_object(cfg)
@@ -279,19 +276,18 @@ def _main(cfg: Any) -> int:
 
 
 def main() -> None:
-    import hydra
+    from flashsac_bench.tool_app import Tool, run_tool
 
-    register_configs()
-    app = hydra.main(
-        version_base="1.3", config_path="pkg://flashsac_bench.conf", config_name="convert"
+    run_tool(
+        Tool(
+            prog="flashsac_bench.convert",
+            config_name="convert",
+            schema_name=SCHEMA_NAME,
+            schema=ConvertConfig,
+            job=_main,
+            required={"source": SOURCE_HINT},
+        )
     )
-
-    def task(cfg: Any) -> None:
-        rc = _main(cfg)
-        if rc:
-            raise SystemExit(rc)
-
-    app(task)()
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
     python -m flashsac_bench.export checkpoint=<run dir or .pt> [out_dir=DIR] [onnx=auto|true|false]
 
 writes `policy.torchscript.pt` (always), `policy.onnx` (when `onnx` and `onnxscript` are
-importable; `onnx=auto` skips it otherwise) and `policy.json` (inputs, outputs, joint order,
-default pose, action scale) into `<run dir>/export/`.
+importable; `onnx=auto` skips it otherwise, `onnx=true` fails up front) and `policy.json`
+(inputs, outputs, joint order, default pose, action scale) into `<run dir>/export/`. A Hydra
+app (conf/export.yaml, options: ExportConfig): --help, --cfg job, -m; bad input is one line.
 
 `DeterministicActor` holds the actor's flat parameter and BatchNorm-statistics vectors and calls
 `learner.networks.actor_policy` (BN running statistics) -- the very
@@ -18,7 +19,6 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
-import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,17 +27,20 @@ from typing import Any
 import torch
 
 from flashsac_bench.config import Config, to_config
+from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.learner.networks import NetSpec, NormConfig, actor_policy
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
+from flashsac_bench.tool_app import Tool, run_tool
 
 EXPORT_FORMAT = 1
 TORCHSCRIPT_NAME = "policy.torchscript.pt"
 ONNX_NAME = "policy.onnx"
 META_NAME = "policy.json"
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+ONNX_MODES = ("auto", "true", "false")
 
 
 class DeterministicActor(torch.nn.Module):
@@ -250,20 +253,16 @@ def export_checkpoint(
     dtype: str = "float32",
 ) -> dict[str, Any]:
     """Write the TorchScript (and ONNX) policy of a checkpoint; returns what was written."""
+    out = output_dir(checkpoint, out_dir, onnx)  # a bad onnx option fails before any write
     trained = load_trained_learner(checkpoint, "cpu", dtype)
     module = DeterministicActor.from_learner(trained.learner)
-    out = Path(out_dir) if out_dir else run_dir_of(trained.checkpoint) / "export"
     meta = policy_metadata(trained, module)
     result: dict[str, Any] = {"meta": meta}
     result["torchscript"] = str(export_torchscript(module, out / TORCHSCRIPT_NAME, meta))
-    if onnx not in ("auto", "true", "false"):
-        raise ValueError(f"onnx must be auto, true or false, got {onnx!r}")
     if onnx == "false":
         result["onnx"] = None
     elif onnx_available():
         result["onnx"] = str(export_onnx(module, out / ONNX_NAME))
-    elif onnx == "true":
-        raise RuntimeError("onnx=true needs the `onnx` and `onnxscript` packages")
     else:
         result["onnx"] = None
         result["onnx_skipped"] = "onnx / onnxscript not installed"
@@ -272,43 +271,75 @@ def export_checkpoint(
     return result
 
 
+def output_dir(checkpoint: str | Path, out_dir: str | Path | None, onnx: str) -> Path:
+    """Where the policy files go (default: <run dir>/export); raises ConfigError for an onnx
+    option that cannot be honoured, naming the file it would have written."""
+    if onnx not in ONNX_MODES:
+        raise ConfigError(f"onnx must be auto, true or false, got {onnx!r}")
+    out = Path(out_dir) if out_dir else run_dir_of(resolve_resume_path(checkpoint)) / "export"
+    if onnx == "true" and not onnx_available():
+        raise ConfigError(
+            f"onnx=true cannot write {out / ONNX_NAME}: it needs the onnx and onnxscript "
+            "packages (pip install -e '.[onnx]'), or pass onnx=auto / onnx=false"
+        )
+    return out
+
+
 def run_dir_of(checkpoint: Path) -> Path:
     """The run dir of `<run>/checkpoints/iter_k.pt` (else the checkpoint's own folder)."""
     parent = checkpoint.parent
     return parent.parent if parent.name == "checkpoints" else parent
 
 
-def _parse(argv: list[str], allowed: dict[str, str | None]) -> dict[str, str | None]:
-    opts = dict(allowed)
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in allowed:
-            raise SystemExit(
-                f"flashsac_bench.export: expected key=value with key in {list(allowed)}"
-            )
-        opts[key] = value
-    return opts
+# ---------------------------------------------------------------------------- CLI
+@dataclass
+class ExportConfig:
+    checkpoint: str = "???"  # run dir, checkpoints dir or iter_*.pt (required)
+    out_dir: str | None = None  # default: <run dir>/export
+    # auto: when onnx + onnxscript are installed; true: insist; false: skip. Any, not str: Hydra
+    # reads onnx=true as a bool (a str field would hold "True").
+    onnx: Any = "auto"
+    dtype: str = "float32"  # matmuls of the exported policy: float32, bfloat16, checkpoint
+
+    def __post_init__(self) -> None:
+        self.onnx = str(self.onnx).lower()
+        if self.onnx not in ONNX_MODES:
+            raise ConfigError(f"onnx must be auto, true or false, got {self.onnx!r}")
+        if self.dtype not in (*_DTYPES, "checkpoint"):
+            raise ConfigError(f"dtype must be float32, bfloat16 or checkpoint, got {self.dtype!r}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
-    opts = _parse(argv, {"checkpoint": None, "out_dir": None, "onnx": "auto", "dtype": "float32"})
-    if not opts["checkpoint"]:
-        print("flashsac_bench.export: checkpoint=<path> is required", file=sys.stderr)
-        return 2
-    result = export_checkpoint(
-        opts["checkpoint"], opts["out_dir"], opts["onnx"] or "auto", opts["dtype"] or "float32"
-    )
+def _check(xc: ExportConfig) -> None:
+    """Before anything is written: a readable checkpoint, an onnx option that can be met."""
+    output_dir(xc.checkpoint, xc.out_dir, xc.onnx)
+    read_checkpoint(xc.checkpoint)
+
+
+def _job(cfg: Any) -> int:
+    from flashsac_bench.tool_app import to_schema
+
+    xc = to_schema(cfg, ExportConfig)
+    result = export_checkpoint(xc.checkpoint, xc.out_dir, xc.onnx, xc.dtype)
     print(f"TorchScript policy: {result['torchscript']}")
     print(f"ONNX policy: {result['onnx'] or 'skipped (' + result.get('onnx_skipped', 'off') + ')'}")
     print(f"metadata: {result['meta_path']}")
     return 0
 
 
-if __name__ == "__main__":
-    from flashsac_bench.cli_errors import run_main
+TOOL = Tool(
+    prog="flashsac_bench.export",
+    config_name="export",
+    schema_name="flashsac_bench_export_schema",
+    schema=ExportConfig,
+    job=_job,
+    required={"checkpoint": "<run dir, checkpoints dir or .pt>"},
+    check=_check,
+)
 
-    raise SystemExit(run_main(main, "flashsac_bench.export"))
+
+def main() -> None:
+    run_tool(TOOL)
+
+
+if __name__ == "__main__":
+    main()

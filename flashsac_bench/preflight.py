@@ -80,7 +80,7 @@ def parse(argv: list[str]) -> Any | None:
     return args
 
 
-def compose_errors(argv: list[str]) -> None:
+def compose_errors(argv: list[str], config_name: str = CONFIG_NAME) -> None:
     """For --cfg / --info: a composition error as one line (UsageError), like a run's."""
     if not any(a.split("=", 1)[0] in _PRINT_FLAGS for a in argv):
         return
@@ -103,7 +103,7 @@ def compose_errors(argv: list[str]) -> None:
             overrides.append(a)
     try:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-            compose(config_name=CONFIG_NAME, overrides=overrides)
+            compose(config_name=config_name, overrides=overrides)
     except Exception as err:  # noqa: BLE001
         found = describe(err)
         if found is None or debug_enabled():
@@ -183,6 +183,16 @@ def _validate(job: Job, multirun: bool, compose: Any) -> None:
         job.error = problem
 
 
+def is_multirun(args: Any) -> bool:
+    """-m / --multirun, or Hydra's other spelling of it, `hydra.mode=MULTIRUN`."""
+    multirun = bool(args.multirun)
+    for override in args.overrides:
+        key, _, value = override.partition("=")
+        if key.lstrip("+~") == "hydra.mode":
+            multirun = multirun or value.strip() == "MULTIRUN"
+    return multirun
+
+
 def plan(argv: list[str]) -> Plan | None:
     """Compose and check every job of the command; None when Hydra handles the command."""
     args = parse(argv)
@@ -191,11 +201,7 @@ def plan(argv: list[str]) -> Plan | None:
         return None
     from hydra import compose, initialize_config_module
 
-    multirun = bool(args.multirun)
-    for override in args.overrides:  # Hydra also takes `hydra.mode=MULTIRUN` for -m
-        key, _, value = override.partition("=")
-        if key.lstrip("+~") == "hydra.mode":
-            multirun = multirun or value.strip() == "MULTIRUN"
+    multirun = is_multirun(args)
     try:
         overrides_per_job = job_overrides(list(args.overrides), multirun)
     except Exception as err:  # noqa: BLE001
@@ -210,11 +216,16 @@ def plan(argv: list[str]) -> Plan | None:
 def check(argv: list[str]) -> Plan | None:
     """plan(), raising one UsageError that lists every invalid job."""
     p = plan(argv)
-    if p is None:
-        return None
+    if p is not None:
+        raise_invalid(p)
+    return p
+
+
+def raise_invalid(p: Plan) -> None:
+    """One UsageError naming every invalid job of `p` (all valid: nothing)."""
     bad = [j for j in p.jobs if j.error]
     if not bad:
-        return p
+        return
     if debug_enabled() and bad[0].exc is not None:
         raise bad[0].exc
     if not p.multirun:

@@ -1,4 +1,4 @@
-"""flashsac_bench.evaluate: tracking metrics, episode accounting, the CLI and rendering."""
+"""flashsac_bench.evaluate and flashsac_bench.evaluation: metrics, episodes, the CLI, rendering."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from flashsac_bench.cli_errors import UsageError
 from flashsac_bench.config import to_config
-from flashsac_bench.evaluate import (
-    episode_quotas,
-    frame_stride,
-    parse_args,
-    rollout,
-    step_metrics,
-)
+from flashsac_bench.evaluate import TOOL
+from flashsac_bench.evaluation.config import EvalConfig
+from flashsac_bench.evaluation.render import frame_stride
+from flashsac_bench.evaluation.rollout import episode_quotas, rollout, step_metrics
+from flashsac_bench.tool_app import compose_options
 
 SIGMA = 0.25
 KW = dict(lin_vel_scale=2.0, gyro_scale=0.25, tracking_sigma=SIGMA, ctrl_dt=0.02)
@@ -175,13 +174,18 @@ def test_frame_stride_divides_the_control_rate():
         frame_stride(0.02, 20)
 
 
-def test_parse_args_is_typed():
-    ec = parse_args(["checkpoint=/x", "episodes=3", "render=false"])
+def _options(overrides: list[str]) -> EvalConfig:
+    # As the command line composes them (conf/evaluate.yaml), without reading the checkpoint.
+    return compose_options(TOOL, overrides, check=False)
+
+
+def test_options_are_typed():
+    ec = _options(["checkpoint=/x", "episodes=3", "render=false"])
     assert (ec.checkpoint, ec.episodes, ec.render) == ("/x", 3, False)
-    with pytest.raises(SystemExit, match="invalid option"):
-        parse_args(["episodes=three"])
-    with pytest.raises(SystemExit, match="invalid option"):
-        parse_args(["no_such_option=1"])
+    with pytest.raises(UsageError, match="invalid configuration"):
+        _options(["checkpoint=/x", "episodes=three"])
+    with pytest.raises(UsageError, match="invalid configuration"):
+        _options(["checkpoint=/x", "no_such_option=1"])
 
 
 def _gl_backend() -> str | None:
@@ -203,13 +207,16 @@ def _gl_backend() -> str | None:
     return None
 
 
-def _evaluate(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _evaluate(
+    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "flashsac_bench.evaluate", *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=cwd,
     )
 
 
@@ -289,3 +296,65 @@ def test_evaluate_render_false_and_default_out_dir(trained_run):
     out = Path(trained_run.run_dir)  # beside the run: <run>/checkpoints/iter_k.pt -> <run>
     report = json.loads((out / "eval.json").read_text())
     assert report["render"] == {"ok": False} and len(report["episodes"]) == 2
+    assert "robustness" not in report  # only when asked (robustness=...)
+
+
+# ---------------------------------------------------------------------------- the Hydra app
+FAST = ["episodes=1", "num_envs=1", "render=false", "threads=1"]
+
+
+def test_evaluate_cli_help_and_cfg_job_touch_nothing(tmp_path):
+    proc = _evaluate(["--help"], cwd=tmp_path)
+    assert proc.returncode == 0 and "checkpoint: ???" in proc.stdout
+    assert "episodes: 8" in proc.stdout
+    missing = tmp_path / "x.pt"
+    proc = _evaluate(["--cfg", "job", f"checkpoint={missing}", "episodes=3"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"checkpoint: {missing}" in proc.stdout and "episodes: 3" in proc.stdout
+    assert list(tmp_path.iterdir()) == []  # no Hydra dirs or logs, and x.pt not created
+
+
+def test_evaluate_cli_errors_are_one_line_and_write_nothing(trained_run, tmp_path):
+    out = tmp_path / "out"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "text.pt").write_text("not a checkpoint")
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(trained_run.checkpoint.read_bytes()[:4000])  # a write cut short
+    cases = [
+        ([f"checkpoint={tmp_path / 'nope.pt'}"], (str(tmp_path / "nope.pt"), "does not exist")),
+        ([f"checkpoint={tmp_path / 'empty'}"], (str(tmp_path / "empty"), "no checkpoint")),
+        ([f"checkpoint={tmp_path / 'text.pt'}"], (str(tmp_path / "text.pt"), "not a flashsac")),
+        ([f"checkpoint={cut}"], (str(cut), "truncated")),
+        ([], ("checkpoint=", "is required")),
+        ([f"checkpoint={trained_run.checkpoint}", "episods=3"], ("unknown key episods",)),
+        ([f"checkpoint={trained_run.checkpoint}", "episodes=0"], ("must be >= 1",)),
+        # a sweep checks every job before the first one runs
+        ([f"checkpoint={trained_run.checkpoint},{cut}", "-m"], ("job 1", str(cut))),
+    ]
+    for args, texts in cases:
+        proc = _evaluate([*FAST, f"out_dir={out}", *args])  # the case last: it wins
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        lines = proc.stderr.strip().splitlines()
+        assert lines[0].startswith("flashsac_bench.evaluate: ")
+        assert len(lines) == (2 if "-m" in args else 1), proc.stderr
+        for text in texts:
+            assert text in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+def test_evaluate_multirun_evaluates_each_checkpoint_where_it_lies(trained_run, tmp_path):
+    runs = [tmp_path / "a", tmp_path / "b"]
+    for run in runs:
+        run.mkdir()
+        (run / "iter.pt").write_bytes(trained_run.checkpoint.read_bytes())
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    checkpoints = ",".join(str(run / "iter.pt") for run in runs)
+    proc = _evaluate(["-m", f"checkpoint={checkpoints}", *FAST], cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for run in runs:
+        report = json.loads((run / "eval.json").read_text())
+        assert report["checkpoint"] == str(run / "iter.pt") and len(report["episodes"]) == 1
+    assert proc.stdout.count("report: ") == 2
+    assert list(cwd.iterdir()) == []  # Hydra's own files stay out of the working dir

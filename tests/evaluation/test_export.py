@@ -6,6 +6,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -161,3 +162,61 @@ def test_onnx_export_matches(tmp_path):
         (got,) = session.run(None, {"obs": obs.numpy()})
         # onnxruntime's kernels sum in their own order: fp32 rounding, not exact equality.
         assert np.abs(got - learner.act_deterministic(obs).numpy()).max() <= 1e-5
+
+
+def _export(*args: str, cwd: Path | None = None, pre: str = "") -> subprocess.CompletedProcess:
+    # `pre` runs first in the child (e.g. hiding a package), then the command line itself.
+    code = f"import sys\n{pre}\nfrom flashsac_bench.export import main\nmain()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=cwd,
+    )
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, *texts: str) -> None:
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert lines[0].startswith("flashsac_bench.export: ")
+    for text in texts:
+        assert text in lines[0]
+
+
+def test_export_cli_help_and_cfg_job_touch_nothing(tmp_path):
+    proc = _export("--help", cwd=tmp_path)
+    assert proc.returncode == 0 and "checkpoint: ???" in proc.stdout and "onnx: auto" in proc.stdout
+    missing = tmp_path / "x.pt"
+    proc = _export("--cfg", "job", f"checkpoint={missing}", "onnx=false", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"checkpoint: {missing}" in proc.stdout and "onnx: false" in proc.stdout
+    assert list(tmp_path.iterdir()) == []  # no Hydra dirs or logs, and x.pt not created
+
+
+def test_export_cli_errors_are_one_line_and_write_nothing(trained_run, tmp_path):
+    out = tmp_path / "out"
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "text.pt").write_text("not a checkpoint")
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(trained_run.checkpoint.read_bytes()[:4000])  # a write cut short
+    cases = [
+        (tmp_path / "nope.pt", ("does not exist",)),
+        (tmp_path / "empty", ("no checkpoint",)),
+        (tmp_path / "text.pt", ("not a flashsac_bench checkpoint",)),
+        (cut, ("truncated",)),
+    ]
+    for path, texts in cases:
+        proc = _export(f"checkpoint={path}", f"out_dir={out}")
+        _one_line_error(proc, str(path), *texts)
+    proc = _export()
+    _one_line_error(proc, "checkpoint=", "is required")
+    proc = _export(f"checkpoint={trained_run.checkpoint}", "onnx=maybe")
+    _one_line_error(proc, "onnx must be auto, true or false")
+    # onnx=true without the packages (hidden here whether or not they are installed) fails
+    # before the TorchScript file is written, naming the file it cannot write.
+    hide = "sys.modules['onnx'] = None; sys.modules['onnxscript'] = None"
+    proc = _export(f"checkpoint={trained_run.checkpoint}", f"out_dir={out}", "onnx=true", pre=hide)
+    _one_line_error(proc, str(out / "policy.onnx"), "onnxscript")
+    assert not out.exists()

@@ -1,0 +1,5 @@
+"""Deterministic evaluation of a trained policy (`python -m flashsac_bench.evaluate`).
+
+config: the options (EvalConfig); rollout: episodes and their tracking metrics; render: the
+offscreen video; robustness: conditions no training run saw (push, link masses, edge commands).
+"""
