@@ -1,8 +1,8 @@
 """Training runner: collector/learner overlap, device replay, timing summaries, sweeps.
 
 `train` (flashsac_bench.hydra_app.train, one run from a composed config) is imported lazily so
-that `flashsac_bench.analysis.sweep_callback` (instantiated by Hydra for every command) does not pull
-in torch.
+that `flashsac_bench.analysis.sweep_callback` (instantiated by Hydra for every command) does not
+pull in torch.
 """
 
 from __future__ import annotations

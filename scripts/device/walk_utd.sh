@@ -18,7 +18,7 @@ export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d
 for item in $PLAN; do
   IFS=: read -r ups seed limit <<< "$item"
   name=u${ups}_s$seed; RUN=$W/utd/$name
-  need=$((limit + 30 + ${EVAL:-0} * 60))
+  need=$((limit + 30 + ${EVAL:-0} * ${EVAL_TIMEOUT:-60}))
   if [ "$(left)" -lt "$need" ]; then echo "skip $name: $(left) s left, needs $need"; continue; fi
   timeout $((limit + 60)) python3 -m flashsac_bench +experiment=g1_walk_h200 \
     update.name=u$ups update.updates_per_step=$ups run.seed=$seed run.stop_at_walk=true \
@@ -33,7 +33,7 @@ print(" ", s.get("stopped_by"), "| iterations", s.get("iterations_done"),
                     if isinstance(v, float)})
 PY
   if [ "${EVAL:-0}" = 1 ]; then
-    timeout 120 python3 -m flashsac_bench.evaluate checkpoint=$RUN device=cuda episodes=16 \
+    timeout ${EVAL_TIMEOUT:-120} python3 -m flashsac_bench.evaluate checkpoint=$RUN device=cuda episodes=16 \
       num_envs=16 ${EVAL_ARGS:-} > $W/logs/${name}_eval.log 2>&1
     echo "   eval rc=$?"; tail -n 3 $W/logs/${name}_eval.log
   fi
