@@ -7,7 +7,8 @@
 #   bash scripts/device/walk_utd.sh DEADLINE_S "UPDATES:SEED:LIMIT_S ..." [hydra overrides...]
 #   e.g. bash scripts/device/walk_utd.sh 570 "8:1:170 16:1:140"
 # UPDATES sets update.updates_per_step (policy_frequency stays 2: UPDATES/2 actor and
-# temperature updates). EVAL=1 evaluates each run's final policy (EVAL_ARGS: extra options).
+# temperature updates); STOP_AT_WALK=false trains on to the run's end. EVAL=1 evaluates each
+# run's final policy (EVAL_ARGS: extra options, EVAL_TIMEOUT: its limit in s).
 source scripts/device/setup.sh
 source scripts/device/lib.sh
 DEADLINE=${1:-570}; PLAN=${2:-"8:1:170"}; shift 2 || true
@@ -21,7 +22,7 @@ for item in $PLAN; do
   need=$((limit + 30 + ${EVAL:-0} * ${EVAL_TIMEOUT:-60}))
   if [ "$(left)" -lt "$need" ]; then echo "skip $name: $(left) s left, needs $need"; continue; fi
   timeout $((limit + 60)) python3 -m flashsac_bench +experiment=g1_walk_h200 \
-    update.name=u$ups update.updates_per_step=$ups run.seed=$seed run.stop_at_walk=true \
+    update.name=u$ups update.updates_per_step=$ups run.seed=$seed run.stop_at_walk=${STOP_AT_WALK:-true} \
     run.time_limit_s=$limit hydra.run.dir=$RUN run.progress=plain "$@" > $W/logs/$name.log 2>&1
   echo "== $name rc=$? (at ${SECONDS}s)"
   grep -E "stopping|time to|cold|setup" $W/logs/$name.log | tail -n 3

@@ -1,0 +1,146 @@
+"""Time to walk at several update-to-data ratios (issue 16): one record per run, a table per
+setting (median over seeds) and a plot.
+
+A run is a `+experiment=g1_walk_h200` run dir (usually `run.stop_at_walk=true`,
+scripts/device/walk_utd.sh); its setting is training_config's updates_per_step. The thresholds
+are config.run's WALK_* (the learning analysis's time to the thresholds).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from flashsac_bench.analysis.parity import time_to_threshold
+from flashsac_bench.analysis.parity_runs import RunData, load_run
+from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
+
+
+def walk_record(run: RunData) -> dict[str, Any]:
+    """What one run says about time to walk (times in s since the runner started)."""
+    s, tc = run.summary, run.summary.get("training_config", {})
+    hit = time_to_threshold(run, WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC)
+    tracking = run.series["tracking_lin_vel_frac"]
+    logged = tracking[np.isfinite(tracking)]
+    startup = s.get("startup") or {}
+    return {
+        "run": run.run_dir.name,
+        "updates_per_step": int(tc.get("updates_per_step", 0)),
+        "actor_updates_per_iteration": tc.get("actor_updates_per_iteration"),
+        "seed": run.seed,
+        "path": run.path,
+        **hit,
+        "setup_s": round(run.startup_s, 2),
+        "cold_start_s": round(float(startup.get("cold_start_s", float("nan"))), 2),
+        "final_tracking_lin_vel_frac": float(logged[-1]) if len(logged) else None,
+        "iter_ms_median": (s.get("iter_ms") or {}).get("median"),
+        "learner_train_ms_median": (s.get("learner_train_ms") or {}).get("median"),
+        "collector_cycle_ms_median": (s.get("collector_cycle_ms") or {}).get("median"),
+        "iterations_done": s.get("iterations_done"),
+        "stopped_by": s.get("stopped_by"),
+    }
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def setting_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per updates_per_step: seeds, how many walked, medians over the walking seeds."""
+    rows = []
+    for ups in sorted({r["updates_per_step"] for r in records}):
+        rs = [r for r in records if r["updates_per_step"] == ups]
+        hit = [r for r in rs if r.get("reached")]
+        rows.append(
+            {
+                "updates_per_step": ups,
+                "seeds": sorted(r["seed"] for r in rs),
+                "walked": len(hit),
+                "iterations_median": _median([r["iteration"] for r in hit]),
+                "loop_s_median": _median([r["loop_s"] for r in hit]),
+                "since_start_s_median": _median([r["since_start_s"] for r in hit]),
+                "since_start_s": {r["seed"]: round(r["since_start_s"], 1) for r in hit},
+                "iter_ms_median": _median([r["iter_ms_median"] for r in rs if r["iter_ms_median"]]),
+                "learner_train_ms_median": _median(
+                    [r["learner_train_ms_median"] for r in rs if r["learner_train_ms_median"]]
+                ),
+                "final_tracking_median": _median(
+                    [
+                        r["final_tracking_lin_vel_frac"]
+                        for r in hit
+                        if r["final_tracking_lin_vel_frac"]
+                    ]
+                ),
+            }
+        )
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
+    f = lambda x, d=1: "-" if x is None else f"{x:.{d}f}"  # noqa: E731
+    out = [
+        f"Thresholds: mean episode length >= {WALK_EPISODE_LENGTH:g}, lin-vel tracking >= "
+        f"{100 * WALK_TRACKING_FRAC:g}% of max. Medians over the seeds that walked.",
+        "",
+        "| updates/iter (critic) | seeds | walked | iterations | loop s | since start s "
+        "| iteration ms | learner ms | tracking at stop |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['updates_per_step']} | {','.join(map(str, r['seeds']))} | {r['walked']} "
+            f"| {f(r['iterations_median'], 0)} | {f(r['loop_s_median'])} "
+            f"| {f(r['since_start_s_median'])} | {f(r['iter_ms_median'], 2)} "
+            f"| {f(r['learner_train_ms_median'], 2)} | {f(r['final_tracking_median'], 3)} |"
+        )
+    out += [
+        "",
+        "| run | iteration | loop s | setup s (cold start) | since start s |",
+        "|---|---|---|---|---|",
+    ]
+    for r in sorted(records, key=lambda r: (r["updates_per_step"], r["seed"])):
+        out.append(
+            f"| {r['run']} | {r.get('iteration', '-')} | {f(r.get('loop_s'))} "
+            f"| {f(r['setup_s'])} ({f(r['cold_start_s'])}) | {f(r.get('since_start_s'))} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def plot(records: list[dict[str, Any]], rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, key, label in (
+        (axes[0], "iteration", "iterations to walk"),
+        (axes[1], "since_start_s", "seconds to walk (since runner start)"),
+    ):
+        hit = [r for r in records if r.get("reached")]
+        ax.scatter([r["updates_per_step"] for r in hit], [r[key] for r in hit], alpha=0.6)
+        med = "iterations_median" if key == "iteration" else "since_start_s_median"
+        xs = [r["updates_per_step"] for r in rows if r[med] is not None]
+        ax.plot(xs, [r[med] for r in rows if r[med] is not None], marker="o", color="k")
+        ax.set_xlabel("critic updates per iteration")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle("G1 walk (g1_walk_h200, cudagraph): update-to-data sweep")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(run_dirs: list[Path], out: Path) -> list[dict[str, Any]]:
+    """Writes out/walk_utd.{json,md,png}; returns the per-setting rows."""
+    records = [walk_record(load_run(d)) for d in run_dirs]
+    rows = setting_table(records)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "walk_utd.json").write_text(json.dumps({"settings": rows, "runs": records}, indent=1))
+    (out / "walk_utd.md").write_text(markdown(rows, records))
+    plot(records, rows, out / "walk_utd.png")
+    return rows
