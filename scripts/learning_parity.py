@@ -42,6 +42,7 @@ import logging
 from pathlib import Path
 
 from flashsac_bench.analysis.parity import run_parity
+from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -59,8 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--lockstep-horizon", type=int, default=24)
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--permutations", type=int, default=20_000)
-    ap.add_argument("--length-threshold", type=float, default=900.0)
-    ap.add_argument("--tracking-threshold", type=float, default=0.8)
+    ap.add_argument("--length-threshold", type=float, default=WALK_EPISODE_LENGTH)
+    ap.add_argument("--tracking-threshold", type=float, default=WALK_TRACKING_FRAC)
     ap.add_argument("--smooth", type=int, default=0, help="plot smoothing (iterations)")
     args = ap.parse_args(argv)
     args.seeds = [int(s) for s in str(args.seeds).split(",") if s]

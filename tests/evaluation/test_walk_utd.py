@@ -1,0 +1,64 @@
+"""analysis.walk_utd: per-setting medians over the seeds that walked, and the script's errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from flashsac_bench.analysis.walk_utd import markdown, setting_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rec(ups: int, seed: int, iteration: int | None, since: float | None = None) -> dict:
+    r = {
+        "run": f"u{ups}_s{seed}",
+        "updates_per_step": ups,
+        "seed": seed,
+        "reached": iteration is not None,
+        "setup_s": 17.0,
+        "cold_start_s": 9.0,
+        "iter_ms_median": 33.0,
+        "learner_train_ms_median": ups * 1.1,
+        "final_tracking_lin_vel_frac": 0.81,
+    }
+    if iteration is not None:
+        r.update(iteration=iteration, loop_s=iteration * 0.033, since_start_s=since)
+    return r
+
+
+def test_setting_table_takes_medians_over_the_seeds_that_walked():
+    records = [
+        _rec(8, 1, 2749, 150.0),
+        _rec(8, 2, None),
+        _rec(24, 1, 1324, 62.6),
+        _rec(24, 2, 1313, 75.4),
+        _rec(24, 3, 1307, 88.2),
+    ]
+    rows = {r["updates_per_step"]: r for r in setting_table(records)}
+    assert list(rows) == [8, 24]
+    assert (rows[8]["seeds"], rows[8]["walked"], rows[8]["iterations_median"]) == ([1, 2], 1, 2749)
+    assert rows[24]["walked"] == 3 and rows[24]["iterations_median"] == 1313
+    assert rows[24]["since_start_s_median"] == 75.4
+    assert rows[24]["since_start_s"] == {1: 62.6, 2: 75.4, 3: 88.2}
+    md = markdown(list(rows.values()), records)
+    assert "| 24 | 1,2,3 | 3 | 1313 |" in md
+    assert "| u8_s2 | - | - |" in md  # a seed that did not walk is listed, not dropped
+
+
+def test_script_names_a_dir_without_a_summary(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts/walk_utd.py"),
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"walk_utd.py: {tmp_path} holds no summary.json"
+    assert not (tmp_path / "o").exists()
