@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from flashsac_bench import cli_errors
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.root import to_object
 
 CONFIG_MODULE = "flashsac_bench.conf"
 CONFIG_PATH = f"pkg://{CONFIG_MODULE}"
@@ -38,7 +39,7 @@ class Tool:
 def to_schema(cfg: Any, schema: type) -> Any:
     """The typed options of a composed config (without its `hydra` node): keys the schema does
     not have (Hydra's `+key=`) and the checks in its __post_init__ raise ConfigError."""
-    from omegaconf import OmegaConf, open_dict
+    from omegaconf import open_dict
 
     from flashsac_bench.config.keys import unknown_keys
 
@@ -49,15 +50,7 @@ def to_schema(cfg: Any, schema: type) -> Any:
     unknown = unknown_keys(cfg, schema())
     if unknown:
         raise ConfigError(f"unknown key {', '.join(unknown)}: not an option of this command")
-    try:
-        return OmegaConf.to_object(cfg)
-    except ConfigError:
-        raise
-    except Exception as err:  # OmegaConf wraps errors raised in __post_init__
-        cause = err.__cause__ or err.__context__
-        if isinstance(cause, ConfigError):
-            raise cause from None
-        raise
+    return to_object(cfg)
 
 
 def missing_message(cfg: Any, tool: Tool) -> str | None:

@@ -62,18 +62,23 @@ def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
     if isinstance(cfg, dict):
         cfg = OmegaConf.create(cfg)
     _refuse_unknown_keys(cfg)
-    merged = OmegaConf.merge(OmegaConf.structured(Config), cfg)
+    obj = to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
+    assert isinstance(obj, Config)
+    return obj
+
+
+def to_object(cfg: Any) -> Any:
+    """OmegaConf.to_object, re-raising a ConfigError from a schema's __post_init__ as itself
+    (OmegaConf wraps it), so that it reaches the user as its one line."""
     try:
-        obj = OmegaConf.to_object(merged)
+        return OmegaConf.to_object(cfg)
     except ConfigError:
         raise
-    except Exception as err:  # OmegaConf wraps errors raised in __post_init__
+    except Exception as err:
         cause = err.__cause__ or err.__context__
         if isinstance(cause, ConfigError):
             raise cause from None
         raise
-    assert isinstance(obj, Config)
-    return obj
 
 
 def _refuse_unknown_keys(cfg: DictConfig) -> None:
