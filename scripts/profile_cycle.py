@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--output", type=Path, default=None)
+    ap.add_argument("--host-top", type=int, default=0, help="also cProfile the host: top N")
     ap.add_argument(
         "--path-options", default="", help="PathConfig fields for every path, e.g. compile_rng=true"
     )
@@ -44,7 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         gemm_align=args.gemm_align,
         path_options=parse_options(args.path_options),
     )
-    return profile_cycle(setup, args.path, options, args.cycles, args.top, args.output)
+    return profile_cycle(
+        setup, args.path, options, args.cycles, args.top, args.output, host_top=args.host_top
+    )
 
 
 if __name__ == "__main__":

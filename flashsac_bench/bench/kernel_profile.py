@@ -22,9 +22,11 @@ def profile_cycle(
     cycles: int,
     top: int,
     output: Path | None = None,
+    host_top: int = 0,
 ) -> int:
     """Profile `cycles` update cycles of `path` (Inductor `options`), print the `top` kernels
-    by GPU time and write the whole report to `output`."""
+    by GPU time and write the whole report to `output`; with `host_top`, also the host side
+    (cProfile of the same cycles: where a host-bound path spends its launching time)."""
     torch.set_float32_matmul_precision("high")
     learner = build_learner(setup, path, inductor_options=options)
     learner.warmup()
@@ -77,4 +79,29 @@ def profile_cycle(
     )
     for row in report["top"]:
         print(f"{row['us_per_cycle']:9.1f} us {row['launches_per_cycle']:6.1f}x  {row['name']}")
+    if host_top:
+        print_host_profile(learner, cycles, host_top)
     return 0
+
+
+def print_host_profile(learner, cycles: int, top: int) -> None:
+    """cProfile of `cycles` update cycles: the `top` functions by own host time per cycle."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(cycles):
+        learner.update()
+    torch.cuda.synchronize()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]  # by own time
+    total = sum(v[2] for v in stats.stats.values())
+    print(f"host: {total / cycles * 1e3:.3f} ms of profiled Python time per cycle; own time:")
+    for (file, line, fn), (_, calls, own, cum, _) in rows:
+        where = f"{Path(file).name}:{line}({fn})"
+        print(
+            f"{own / cycles * 1e3:8.3f} ms {calls / cycles:7.1f}x  cum {cum / cycles * 1e3:8.3f}"
+            f"  {where[:100]}"
+        )

@@ -11,6 +11,11 @@ PATHS = ("eager", "compile", "cudagraph")
 # (null): on, the winner of the side-by-side on the H200 (docs/benchmarks.md, "Learner, part
 # two"); false restores the plain compiled calls.
 COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA = True
+# The two exact levers (same bits on every path: CPU tests) when left unset (null), on CUDA;
+# off on the CPU, where they would only add compile time. Measured side by side on the H200:
+# docs/benchmarks.md, "Learner, part three".
+COMPILE_RNG_ON_CUDA = True
+PROJECTION_GATHER_ON_CUDA = True
 
 
 @dataclass
@@ -51,13 +56,13 @@ class PathConfig:
     combo_kernels: bool = True
     # compile / cudagraph paths: the counter RNG's integer hash as compiled code (one kernel
     # per draw instead of one ATen launch per integer op of the hash). Exact integer
-    # arithmetic: the same bits as eager (CPU tests). Off until measured on a GPU
-    # (docs/benchmarks.md).
-    compile_rng: bool = False
+    # arithmetic: the same bits as eager (CPU tests). null: COMPILE_RNG_ON_CUDA on CUDA, off
+    # on the CPU (resolved_compile_rng).
+    compile_rng: bool | None = None
     # The weight projection as one gathered row-factor product that Inductor can fuse into the
     # gated writes, instead of a concatenation of per-group pieces (learner.projection;
-    # bit-identical). Off until measured on a GPU (docs/benchmarks.md).
-    projection_gather: bool = False
+    # bit-identical). null: PROJECTION_GATHER_ON_CUDA on CUDA, off on the CPU.
+    projection_gather: bool | None = None
     # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)
 
@@ -68,6 +73,20 @@ class PathConfig:
         if self.inductor_cudagraphs is None:
             return COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA
         return self.inductor_cudagraphs
+
+    def resolved_compile_rng(self, device: str) -> bool:
+        """Whether the compile / cudagraph paths run the RNG's hash compiled on `device`."""
+        if self.name == "eager":
+            return False
+        if self.compile_rng is None:
+            return COMPILE_RNG_ON_CUDA and str(device).startswith("cuda")
+        return self.compile_rng
+
+    def resolved_projection_gather(self, device: str) -> bool:
+        """Whether the weight projection is the gathered product on `device`."""
+        if self.projection_gather is None:
+            return PROJECTION_GATHER_ON_CUDA and str(device).startswith("cuda")
+        return self.projection_gather
 
     def __post_init__(self) -> None:
         if self.name not in PATHS:

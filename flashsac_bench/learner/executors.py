@@ -123,7 +123,7 @@ class CompileExecutor(EagerExecutor):
         actor = compile_step(actor_fn, path.compile_mode, graphs, extra)
         if graphs:
             mark_static_inputs(parts.statics, parts.state)
-        if path.compile_rng:
+        if path.resolved_compile_rng(device.type):
             parts.state.rng.compile_hash()
         written = not functional
 

@@ -139,7 +139,7 @@ class FlashSACLearner:
             flat = torch.zeros(layout.numel, dtype=torch.float32)
             layout.initialize(flat, gen)
             flats[name] = flat.to(dev)
-        gather = self.path.projection_gather
+        gather = self.path.resolved_projection_gather(dev.type)
         actor_proj = Projector(actor_p, dev, gather)
         critic_proj = Projector(critic_p, dev, gather)
         # The official code projects all networks once at init; the target starts as a copy.

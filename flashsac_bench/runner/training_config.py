@@ -20,7 +20,12 @@ def static(c: Config) -> dict[str, Any]:
     name is stored under the group's name; device settings as resolved (`auto` picked)."""
     run, replay = asdict(c.run), asdict(c.replay)
     device = c.hardware.resolved_device()
-    path = {**asdict(c.path), "inductor_cudagraphs": c.path.resolved_inductor_cudagraphs(device)}
+    path = {
+        **asdict(c.path),
+        "inductor_cudagraphs": c.path.resolved_inductor_cudagraphs(device),
+        "compile_rng": c.path.resolved_compile_rng(device),
+        "projection_gather": c.path.resolved_projection_gather(device),
+    }
     hardware = {
         **asdict(c.hardware),
         "device": device,
@@ -35,7 +40,17 @@ def static(c: Config) -> dict[str, Any]:
         **_pick(replay, "learning_starts"),
         "learning_starts_rows": learning_starts_rows(c),
         **_named("update", asdict(c.update)),
-        **_named("path", _pick(path, "name", "compile_mode", "inductor_cudagraphs")),
+        **_named(
+            "path",
+            _pick(
+                path,
+                "name",
+                "compile_mode",
+                "inductor_cudagraphs",
+                "compile_rng",
+                "projection_gather",
+            ),
+        ),
         **_named(
             "hardware",
             _pick(
