@@ -33,9 +33,10 @@ class PathConfig:
     inductor_cudagraphs: bool | None = None
     # Compiled steps are pure (they return the next state; the copies into the persistent
     # tensors run after them, outside the compiled graph): what Inductor's CUDA graphs need.
-    # false: steps that write the state inside the compiled graph (saves the copies on the
-    # cudagraph path; Inductor then skips its CUDA graphs on the compile path).
-    functional_steps: bool = True
+    # false: steps that write the state inside the compiled graph (saves the copies; Inductor
+    # then skips its CUDA graphs on the compile path). null: pure on the compile path, writing
+    # on the cudagraph path, whose own capture does not mind (resolved_functional_steps).
+    functional_steps: bool | None = None
     # Adam + finite gate + weight projection + Polyak as ONE Triton kernel per network after
     # the compiled step (learner.triton_tail; on the CPU the same math as torch ops). Off: it
     # was slower on the H200 on both compiled paths (docs/benchmarks.md, "Learner part two").
@@ -73,6 +74,12 @@ class PathConfig:
         if self.inductor_cudagraphs is None:
             return COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA
         return self.inductor_cudagraphs
+
+    def resolved_functional_steps(self) -> bool:
+        """Whether the compiled steps are pure (commit outside) or write the state themselves."""
+        if self.functional_steps is None:
+            return self.name != "cudagraph"
+        return self.functional_steps
 
     def resolved_compile_rng(self, device: str) -> bool:
         """Whether the compile / cudagraph paths run the RNG's hash compiled on `device`."""

@@ -115,7 +115,7 @@ class CompileExecutor(EagerExecutor):
         self.inductor_cudagraphs = graphs
         extra = {"combo_kernels": path.combo_kernels and device.type == "cuda"}
         extra.update(path.inductor_options)
-        functional = path.functional_steps
+        functional = path.resolved_functional_steps()
         critic_fn, actor_fn = (
             (parts.critic_kernel, parts.actor_kernel) if functional else _writing_kernels(parts)
         )

@@ -25,6 +25,7 @@ def static(c: Config) -> dict[str, Any]:
         "inductor_cudagraphs": c.path.resolved_inductor_cudagraphs(device),
         "compile_rng": c.path.resolved_compile_rng(device),
         "projection_gather": c.path.resolved_projection_gather(device),
+        "functional_steps": c.path.resolved_functional_steps(),
     }
     hardware = {
         **asdict(c.hardware),
@@ -49,6 +50,7 @@ def static(c: Config) -> dict[str, Any]:
                 "inductor_cudagraphs",
                 "compile_rng",
                 "projection_gather",
+                "functional_steps",
             ),
         ),
         **_named(
