@@ -589,6 +589,12 @@ SABOTAGES = (
     ),
     Sabotage("critic_loss_wrong_half", "updates", "log_probs[:, :batch])", "log_probs[:, batch:])"),
     Sabotage(
+        "critic_online_action_is_policy",
+        "updates",
+        'cols["actions"], next_actions',
+        "next_actions, next_actions",
+    ),
+    Sabotage(
         "critic_target_is_online",
         "updates",
         "views(s.target_params), target_b, st.critic_spec",
@@ -599,6 +605,9 @@ SABOTAGES = (
         "updates",
         "lr = st.critic_schedule.lr_tensor(s.critic_sched_step)",
         "lr = 1.01 * st.critic_schedule.lr_tensor(s.critic_sched_step)",
+    ),
+    Sabotage(
+        "critic_sched_step", "updates", "s.critic_sched_step + 1.0", "s.critic_sched_step + 2.0"
     ),
     Sabotage(
         "critic_bn_stats_dropped",
@@ -617,6 +626,12 @@ SABOTAGES = (
         "optimizer_tail",
         "torch.lerp(target, new_params, tau)",
         "torch.lerp(target, new_params, 1.01 * tau)",
+    ),
+    Sabotage(
+        "polyak_toward_pre_step_params",
+        "optimizer_tail",
+        "torch.lerp(target, new_params, tau)",
+        "torch.lerp(target, params, tau)",
     ),
     Sabotage(
         "projection_skipped",
@@ -639,6 +654,18 @@ SABOTAGES = (
     ),
     Sabotage("actor_max_q", "updates", "q.min(dim=0).values", "q.max(dim=0).values"),
     Sabotage(
+        "actor_sample_wrong_half",
+        "updates",
+        "mean[:batch], log_std[:batch], eps",
+        "mean[batch:], log_std[batch:], eps",
+    ),
+    Sabotage(
+        "actor_q_on_next_critic_obs",
+        "updates",
+        'critic, cols["critic_obs"], actions, st.support',
+        'critic, cols["next_critic_obs"], actions, st.support',
+    ),
+    Sabotage(
         "actor_critic_in_train_mode",
         "updates",
         "st.support, training=False",
@@ -650,6 +677,7 @@ SABOTAGES = (
         "lr = st.actor_schedule.lr_tensor(s.actor_sched_step)",
         "lr = 1.01 * st.actor_schedule.lr_tensor(s.actor_sched_step)",
     ),
+    Sabotage("actor_sched_step", "updates", "s.actor_sched_step + 1.0", "s.actor_sched_step + 2.0"),
     Sabotage(
         "actor_bn_stats_dropped",
         "updates",
@@ -677,6 +705,30 @@ SABOTAGES = (
         "updates",
         "s.log_temp, temp_grad, s.temp_adam, lr, st.adam",
         "s.log_temp, temp_grad, s.temp_adam, 1.01 * lr, st.adam",
+    ),
+    Sabotage(
+        "temperature_step_dropped",
+        "updates",
+        "torch.where(temp_ok, log_temp, s.log_temp)",
+        "s.log_temp",
+    ),
+    Sabotage(
+        "temperature_exp_avg_dropped",
+        "updates",
+        "torch.where(temp_ok, temp_m, s.temp_adam.exp_avg)",
+        "s.temp_adam.exp_avg",
+    ),
+    Sabotage(
+        "temperature_exp_avg_sq_dropped",
+        "updates",
+        "torch.where(temp_ok, temp_v, s.temp_adam.exp_avg_sq)",
+        "s.temp_adam.exp_avg_sq",
+    ),
+    Sabotage(
+        "temperature_adam_step_not_counted",
+        "updates",
+        "torch.where(temp_ok, temp_step, s.temp_adam.step)",
+        "s.temp_adam.step",
     ),
     # networks (learner/networks.py)
     Sabotage(

@@ -184,6 +184,25 @@ def test_sabotaged_op_fails_the_cross_check(small, sabotage, monkeypatch):
     assert bad, f"editing {sabotage.old!r} -> {sabotage.new!r} went unnoticed"
 
 
+@pytest.mark.parametrize("module", sorted({s.module for s in X.SABOTAGES}))
+def test_unedited_module_copy_passes_the_cross_check(small, module, monkeypatch):
+    """The control of the sabotage tests: the same re-execution and rebinding with a no-op
+    edit passes, so each sabotage's failure comes from its one edited op."""
+    base = small
+    learner = base["learner"]
+    first = next(s for s in X.SABOTAGES if s.module == module)
+    noop = X.Sabotage(f"noop_{module}", module, first.old, first.old)
+    learner.state.restore(base["before"])
+    try:
+        updates_mod = X.install(noop, learner, monkeypatch)
+        ours, _ = X.run_ours(learner, updates_mod)
+        after = learner.state.snapshot()
+    finally:
+        learner.state.restore(base["before"])
+    bad = X.failures(_checks(base, ours=ours, after_ours=after))
+    assert not bad, "\n" + X.report(bad)
+
+
 # ---------------------------------------------------------------------------- differences
 def _run_theirs(base, switches: X.Switches) -> X.Record:
     learner = base["learner"]
