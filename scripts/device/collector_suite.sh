@@ -13,9 +13,7 @@ source scripts/device/lib.sh
 DEADLINE=${1:-570}
 WALK_LIMIT=${2:-160}
 W=/tmp/work; mkdir -p $W/logs
-for f in .gl/*.deb; do dpkg -x "$f" /; done 2>/dev/null; ldconfig 2>/dev/null
-export MUJOCO_GL=egl
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+egl_rendering
 
 lscpu | grep -E "^(CPU\(s\)|Thread|Core|Socket|Model name|NUMA node\(s\))"
 python3 -c "import os; print('affinity', len(os.sched_getaffinity(0)))"

@@ -9,9 +9,7 @@
 # (MuJoCo's EGL backend imports it) for rendering.
 source scripts/device/setup.sh
 PLAN=${1:-"cudagraph:225"}; shift || true
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export MUJOCO_GL=egl
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+egl_rendering
 W=/tmp/work; mkdir -p $W/logs
 RUNS=()
 for item in $PLAN; do

@@ -13,9 +13,7 @@ source scripts/device/setup.sh
 source scripts/device/lib.sh
 DEADLINE=${1:-570}; PLAN=${2:-"8:1:170"}; shift 2 || true
 W=/tmp/work; mkdir -p $W/logs $W/utd
-for f in .gl/*.deb; do dpkg -x "$f" /; done 2>/dev/null; ldconfig 2>/dev/null
-export MUJOCO_GL=egl
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+egl_rendering
 for item in $PLAN; do
   IFS=: read -r ups seed limit <<< "$item"
   name=u${ups}_s$seed; RUN=$W/utd/$name

@@ -14,7 +14,7 @@
 #      batch-size scaling table (u8, 256..8192) with whatever time is left.
 # Needs .whl/ with hydra-core, omegaconf, antlr4-python3-runtime (config imports) and
 # unilab-rl 1.4.15 (the reference); mujoco is not needed.
-#   bash scripts/device/learner_part2.sh [deadline_s]
+#   bash scripts/device/history/learner_part2.sh [deadline_s]
 source scripts/device/setup.sh
 exec > >(tee -a "$OUT/part2.log") 2>&1
 DEADLINE=${1:-540}
@@ -100,6 +100,6 @@ step scaling 60 python3 scripts/bench_learner.py --device cuda --dtype bfloat16 
 grep -s -v -i warn $W/logs/scaling.log | tail -n 8
 
 # ---- summary -------------------------------------------------------------------------------
-python3 scripts/device/part2_summary.py $W $OUT
+python3 scripts/device/history/part2_summary.py $W $OUT
 tar czf $OUT/part2.tgz -C $W .
 echo "== done at ${SECONDS}s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""The closing summary of scripts/device/learner_part2.sh.
+"""The closing summary of scripts/device/history/learner_part2.sh.
 
-  python scripts/device/part2_summary.py WORK_DIR OUT_DIR
+  python scripts/device/history/part2_summary.py WORK_DIR OUT_DIR
 
 Reads what the suite wrote (missing pieces are reported as missing) and prints one short table:
 GPU tests, numerics verdicts per pair (worst lockstep difference relative to the cycle's
