@@ -16,17 +16,8 @@ counted from the network widths (critic update: actor on the next obs + the 2-me
 forward and backward on 2B rows; actor update: actor forward / backward on 2B rows + critic
 forward and input gradient); it sets the relative cost of other widths and update ratios.
 
-The constants were measured on this project's 2-core development machine (Intel Xeon KVM
-guest, AVX-512, torch 2.13.0+cpu, eager fp32), 2026-12-03:
-
-  ENV_STEPS_PER_S = 4700: G1 Walk Flat, 256 envs, 1 thread (docs/benchmarks.md, "Environment
-    stepping": 4710 env-steps/s; 2 threads: 1.85x, hence the 0.9 exponent).
-  S_PER_MAC, OP_OVERHEAD_S: `OMP_NUM_THREADS=1 python scripts/bench_learner.py --device cpu
-    --dtype float32 --batch-sizes 256,2048 --updates 2 --paths eager --cycles 5 --warmup 2
-    --eager-cycles 5` -> u2 cycle median 691.6 ms (B=256) and 5429.0 ms (B=2048): 2.644 ms per
-    row (/ 33.27 M row_macs = 7.95e-11 s per MAC) + 15.0 ms per cycle (3 updates: 5 ms each);
-    `--batch-sizes 256 --updates 8` -> 2894 ms (model: 2769 ms).
-  Learner thread scaling: OMP_NUM_THREADS=2, B=2048 u2 -> 3514 ms, 1.54x (exponent 0.6).
+The constants (below) were calibrated on this project's 2-core development machine; the
+commands and the measurements they came from: docs/benchmarks.md, "CPU runtime estimate".
 
 It is an estimate for one warning (±2x), not a benchmark; other CPUs differ.
 """

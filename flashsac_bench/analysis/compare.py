@@ -25,7 +25,8 @@ from typing import Any
 import pandas as pd
 
 from flashsac_bench.runner.liveness import run_state
-from flashsac_bench.runner.summary import SUMMARY_NAME, TIMINGS, atomic_write_text
+from flashsac_bench.runner.summary import SUMMARY_NAME, TIMINGS
+from flashsac_bench.runner.writes import atomic_write_text
 
 log = logging.getLogger(__name__)
 

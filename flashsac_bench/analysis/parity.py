@@ -290,7 +290,8 @@ def run_parity(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         "overrides": args.override,
         "analyzed": [str(p) for p in args.analyze] if args.analyze else None,
     }
-    from flashsac_bench.runner.summary import atomic_write_text, write_json
+    from flashsac_bench.runner.summary import write_json
+    from flashsac_bench.runner.writes import atomic_write_text
 
     write_json(out / "parity.json", {"header": header, **report})
     atomic_write_text(out / "parity.md", markdown(report, header))

@@ -144,7 +144,7 @@ def run_grid(args: argparse.Namespace, out: Path) -> list[Path]:
     from hydra import compose, initialize_config_module
 
     from flashsac_bench.config import register_configs, to_config
-    from flashsac_bench.runner import train
+    from flashsac_bench.hydra_app import train
 
     register_configs()
     dirs = []

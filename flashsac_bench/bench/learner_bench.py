@@ -98,7 +98,8 @@ def unilab_batches(learner: FlashSACLearner, count: int) -> list[dict[str, torch
 
 def time_unilab(setup: Setup, ours: FlashSACLearner, cycles: int, warmup: int) -> Timing:
     """unilab-rl 1.4.15's whole-cycle graph with default Inductor options (its shipped
-    max-autotune-no-cudagraphs mode did not finish compiling in 8.5 min on the H200)."""
+    max-autotune-no-cudagraphs mode can outlast a whole device call compiling: the
+    learner-cycle section of docs/benchmarks.md)."""
     import uni_rl.algos.flash_sac.learner as upstream
 
     original = upstream.get_torch_compile_for_cuda

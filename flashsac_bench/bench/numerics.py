@@ -3,8 +3,8 @@
 Burn-in: eager first trains alone for a few iterations and every path starts from that state:
 Adam's first steps move each element by ~lr * sign(grad), so an element whose gradient is at
 rounding level flips direction between any two summation orders; with some optimizer history
-the comparison measures the arithmetic, not that sign lottery (measured on the H200: free-running
-fp32 drift 3e-4 of the movement, first-step lockstep 1e-2).
+the comparison measures the arithmetic, not that sign lottery (docs/benchmarks.md, "Numerics of
+the fast paths", has both measured on the H200).
 
 Lockstep: before every iteration each fast path is loaded with eager's exact pre-iteration
 state, runs one update cycle, and is compared with eager's post-iteration state. So every
@@ -59,9 +59,8 @@ COUNTERS = (
 
 
 # A fast bf16 path may be this much less accurate than eager bf16 against the fp32 oracle: the
-# errors of two summation orders are comparable random walks, so their ratio scatters around 1
-# (measured on CPU, tiny nets, u2: 1.000-1.008 per group); 1.5 leaves room for that scatter and
-# none for a systematic error.
+# errors of two summation orders are comparable random walks, so their ratio scatters around 1;
+# 1.5 leaves room for that scatter and none for a systematic error.
 ACCURACY_RATIO = 1.5
 # Below this error (relative to the movement) against the oracle both paths count as exact.
 ACCURACY_FLOOR = 1e-3

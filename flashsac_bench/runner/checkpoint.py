@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import IO, Any
@@ -23,8 +22,7 @@ from typing import IO, Any
 import torch
 
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.runner.summary import atomic_write_text
-from flashsac_bench.runner.writes import write_error
+from flashsac_bench.runner.writes import atomic_write, atomic_write_text, open_tmp
 
 CHECKPOINT_FORMAT = 1
 CHECKPOINT_DIR = "checkpoints"
@@ -50,8 +48,7 @@ def checkpoint_path(run_dir: Path, iteration: int) -> Path:
 
 def _open_tmp(folder: Path, name: str) -> tuple[IO[bytes], str]:
     """A new temp file beside the checkpoint (tests replace this to simulate a full disk)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-    return os.fdopen(fd, "wb"), tmp
+    return open_tmp(folder, name)
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> Path:
@@ -59,22 +56,9 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> Path:
 
     torch.save writes through our file object, so a full disk surfaces as errno ENOSPC
     (DiskFullError naming the file) instead of torch's "unexpected pos" check."""
-    tmp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f, tmp = _open_tmp(path.parent, path.name)
-        with f:
-            torch.save({"format": CHECKPOINT_FORMAT, **payload}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        mapped = write_error(err, path, "checkpoint")
-        if mapped is err:
-            raise
-        raise mapped from err
+    payload = {"format": CHECKPOINT_FORMAT, **payload}
+    # _open_tmp looked up per call: the tests' replacement takes effect.
+    atomic_write(path, lambda f: torch.save(payload, f), "checkpoint", opener=_open_tmp)
     atomic_write_text(path.parent / LATEST_NAME, path.name + "\n", "checkpoint pointer")
     _prune(path.parent)
     return path

@@ -10,7 +10,6 @@ import platform
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 import torch
 
 from flashsac_bench.runner.timing import overlap_efficiency, summarize
-from flashsac_bench.runner.writes import write_error
+from flashsac_bench.runner.writes import atomic_write_text
 
 SUMMARY_FORMAT = 1
 SUMMARY_NAME = "summary.json"
@@ -61,28 +60,6 @@ TIMING_SEMANTICS = {
         "in rows_all with learning=false), then [skip_first:][-summary_last:]"
     ),
 }
-
-
-def atomic_write_text(path: Path, text: str, what: str = "file") -> None:
-    """Write via a temp file + rename: readers see the old or the new file, never a torn one.
-    A full disk or an unwritable folder raises DiskFullError / NotWritableError naming `path`."""
-    path = Path(path)
-    tmp: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        mapped = write_error(err, path, what)
-        if mapped is err:
-            raise
-        raise mapped from err
 
 
 def _clean(obj: Any) -> Any:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 NOT_WRITABLE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR}
@@ -48,3 +51,42 @@ def write_error(err: BaseException, path: Path, what: str) -> BaseException:
     if code in NOT_WRITABLE_ERRNOS:
         return NotWritableError(code, f"cannot write the {what} {path}: {os.strerror(code or 0)}")
     return err
+
+
+def open_tmp(folder: Path, name: str) -> tuple[IO[bytes], str]:
+    """A new temp file beside the file `name` in `folder` (same file system: rename is atomic)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+    return os.fdopen(fd, "wb"), tmp
+
+
+def atomic_write(
+    path: Path,
+    write: Callable[[IO[bytes]], object],
+    what: str = "file",
+    opener: Callable[[Path, str], tuple[IO[bytes], str]] = open_tmp,
+) -> None:
+    """`write(f)` into a temp file, fsync, rename over `path`: readers see the old or the new
+    file, never a torn one. A full disk or an unwritable folder raises DiskFullError /
+    NotWritableError naming `path`; the temp file never outlives a failure."""
+    path = Path(path)
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f, tmp = opener(path.parent, path.name)
+        with f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        mapped = write_error(err, path, what)
+        if mapped is err:
+            raise
+        raise mapped from err
+
+
+def atomic_write_text(path: Path, text: str, what: str = "file") -> None:
+    """atomic_write of a UTF-8 text."""
+    atomic_write(path, lambda f: f.write(text.encode()), what)

@@ -167,7 +167,7 @@ def test_learner_only_checkpoint_resumes_training(tmp_path, fake_env_factory):
     from runner_fakes import FakeEnv
     from runner_helpers import read_summary, tiny_config
 
-    from flashsac_bench.runner import train
+    from flashsac_bench.hydra_app import train
     from flashsac_bench.runner.device_steps import DeviceSteps
 
     obs, critic_obs, action = FAKE_DIMS
@@ -229,7 +229,7 @@ def our_run(tmp_path_factory):
     from runner_fakes import FakeEnv
     from runner_helpers import tiny_config
 
-    from flashsac_bench.runner import train
+    from flashsac_bench.hydra_app import train
 
     run_dir = tmp_path_factory.mktemp("ours") / "run"
 

@@ -3,7 +3,8 @@
 Every module of flashsac_bench is parsed (not imported), and every `import` / `from ... import`
 of a flashsac_bench module is an edge: at module level, inside functions, and under
 `if TYPE_CHECKING:` alike -- a cycle hidden in a function body or a type-only import is still
-two modules that cannot be understood (or moved) one without the other.
+two modules that cannot be understood (or moved) one without the other. Importing `a.b.c` also
+runs the `__init__` of `a.b`: an edge too, unless that package already encloses the importer.
 """
 
 from __future__ import annotations
@@ -49,7 +50,21 @@ def _imports(path: Path, root: Path, modules: set[str]) -> set[str]:
                 name = name.rpartition(".")[0]
             if name and name != module:
                 found.add(name)
+            found.update(_enclosing_packages(name, module, modules))
     return found
+
+
+def _enclosing_packages(name: str, importer: str, modules: set[str]) -> set[str]:
+    """The packages whose __init__ importing `name` runs, less those enclosing `importer`
+    (already imported before it)."""
+    parts = name.split(".")
+    out = set()
+    for i in range(1, len(parts)):
+        package = ".".join(parts[:i])
+        inside = importer == package or importer.startswith(package + ".")
+        if package in modules and not inside:
+            out.add(package)
+    return out
 
 
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
@@ -101,10 +116,21 @@ def test_the_graph_sees_function_level_relative_and_type_only_imports(tmp_path):
     )
     (pkg / "sub" / "b.py").write_text("from ..a import f\nimport pkg.sub.c\n")
     graph = import_graph(pkg)
-    assert graph["pkg.a"] == {"pkg.sub.c", "pkg.d", "pkg.e"}
+    # pkg.sub.c runs pkg/sub/__init__ first: an edge; pkg/__init__ encloses pkg.a: none.
+    assert graph["pkg.a"] == {"pkg.sub.c", "pkg.sub", "pkg.d", "pkg.e"}
     assert graph["pkg.sub.b"] == {"pkg.a", "pkg.sub.c"}
     real = import_graph()
     assert "flashsac_bench.learner.updates" in real["flashsac_bench.learner.learner"]
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("def f():\n    from pkg import app\n")
+    (pkg / "sub" / "loop.py").write_text("")
+    (pkg / "app.py").write_text("from pkg.sub import loop\n")
+    assert find_cycle(import_graph(pkg)) == ["pkg.app", "pkg.sub", "pkg.app"]
 
 
 def test_no_import_cycle_in_the_package():

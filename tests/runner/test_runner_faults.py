@@ -12,7 +12,7 @@ import pytest
 from runner_fakes import FakeEnv
 from runner_helpers import cli_overrides, fake_env_environ, read_summary, run_cli, tiny_config
 
-from flashsac_bench.runner import train
+from flashsac_bench.hydra_app import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, CollectorError
 

@@ -11,7 +11,7 @@ from runner_fakes import FakeEnv
 from runner_helpers import read_summary, tiny_config
 
 from flashsac_bench.bench.synthetic import Setup, build_learner
-from flashsac_bench.runner import train
+from flashsac_bench.hydra_app import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.device_steps import DeviceSteps

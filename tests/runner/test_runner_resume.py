@@ -11,8 +11,8 @@ import torch
 from runner_fakes import FakeEnv
 from runner_helpers import read_summary, tiny_config
 
+from flashsac_bench.hydra_app import train
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.runner import train
 from flashsac_bench.runner.checkpoint import (
     checkpoint_path,
     load_checkpoint,

@@ -143,7 +143,7 @@ def test_the_fake_envs_and_the_g1_env_conform_to_the_env_contract(tmp_path):
 def test_a_factory_that_returns_no_vec_env_fails_clearly(tmp_path):
     from runner_helpers import tiny_config
 
-    from flashsac_bench.runner import train
+    from flashsac_bench.hydra_app import train
 
     with pytest.raises(TypeError, match="returned dict, not a VecEnv"):
         train(tiny_config(), run_dir=tmp_path, env_factory=lambda *a: {})

@@ -16,7 +16,7 @@ from runner_helpers import REPO, cli_overrides, read_summary, tiny_config
 from shard_fakes import FakeShardedEnv, Faults
 from test_shards import SHM_DIR, _wait_gone
 
-from flashsac_bench.runner import train
+from flashsac_bench.hydra_app import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import CollectorError
 

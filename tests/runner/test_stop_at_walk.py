@@ -10,7 +10,7 @@ from runner_fakes import FakeEnv
 from runner_helpers import read_summary, tiny_config
 
 from flashsac_bench.config import run as run_config
-from flashsac_bench.runner import train
+from flashsac_bench.hydra_app import train
 
 
 class _LearnsToTrack(FakeEnv):
