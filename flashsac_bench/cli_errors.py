@@ -5,7 +5,8 @@
   ConfigError and its kinds (invalid configuration, cannot resume, unreadable checkpoint,
   invalid task.model_file, invalid environment variable)                  -> 2
   Hydra composition errors (unknown key, wrong type, no such option)      -> 2
-  a full disk (DiskFullError / ENOSPC), an unwritable file or folder      -> 1
+  a full disk (DiskFullError / ENOSPC, also behind another error), an
+  unwritable file or folder                                               -> 1
   an abort by a second Ctrl-C                                              -> 130
 
 Anything else is a bug and keeps its traceback. `--debug` (stripped from argv before Hydra
@@ -119,6 +120,22 @@ def describe(err: BaseException) -> tuple[str, int] | None:
             return one_line(f"no space left on device: {err.filename or err}"), 1
         if err.errno in NOT_WRITABLE_ERRNOS and err.filename:
             return one_line(f"cannot write {err.filename}: {err.strerror}"), 1
+    full = _chained_disk_full(err)
+    if full is not None:
+        return describe(full)
+    return None
+
+
+def _chained_disk_full(err: BaseException) -> OSError | None:
+    """A full disk behind another error (torch.save's zip writer turns ENOSPC part-way through a
+    file into "unexpected pos ..."): the OSError it was raised from or while handling."""
+    seen = {id(err)}
+    cause = err.__cause__ or err.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS:
+            return cause
+        cause = cause.__cause__ or cause.__context__
     return None
 
 

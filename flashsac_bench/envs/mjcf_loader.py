@@ -88,6 +88,8 @@ def _check_hfields(spec: mujoco.MjSpec) -> None:
 def load_mjcf_spec(model_file: str) -> mujoco.MjSpec:
     """Parse `model_file` and strip the visual-only assets whose files are missing."""
     path = os.path.abspath(os.path.expanduser(model_file))
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"task.model_file {model_file!r} is a directory, not an MJCF file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"task.model_file {model_file!r} does not exist ({path})")
     spec = mujoco.MjSpec.from_file(path)

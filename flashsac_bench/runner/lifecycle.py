@@ -17,6 +17,7 @@ from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.records import Records, RunState
 from flashsac_bench.runner.resume import ResumePlan, plan_resume, resume_command
 from flashsac_bench.runner.summary import SUMMARY_NAME
+from flashsac_bench.runner.writes import DISK_FULL_ERRNOS, write_error
 
 log = logging.getLogger("flashsac_bench.runner")
 
@@ -80,11 +81,30 @@ def write_checkpoint(
         "training_config": records.info.training_config,
         "config": records.info.composed,
     }
-    save_checkpoint(path, payload)
+    try:
+        save_checkpoint(path, payload)
+    except Exception as err:
+        full = _disk_full_cause(err)
+        if full is None:
+            raise
+        raise write_error(full, path, "checkpoint") from err
     state.checkpoints.append(
         {"iteration": state.done_iterations, "path": str(path), "s": time.perf_counter() - t0}
     )
     records.write_summary()
+
+
+def _disk_full_cause(err: BaseException) -> OSError | None:
+    """The ENOSPC behind `err` when torch hid it: a full disk part-way through torch.save ends in
+    its zip writer's "unexpected pos" RuntimeError, with the OSError only as its context."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS:
+            return None if cause is err else cause  # err itself: already named as it is
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def restore(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -18,8 +21,8 @@ from runner_helpers import read_summary, tiny_config
 from flashsac_bench import cli_errors
 from flashsac_bench.config import Config
 from flashsac_bench.config.keys import flatten
+from flashsac_bench.hydra_app import train
 from flashsac_bench.runner import checkpoint as ckpt_mod
-from flashsac_bench.runner import train
 from flashsac_bench.runner.checkpoint import CheckpointError, checkpoint_path, save_checkpoint
 from flashsac_bench.runner.liveness import (
     HEARTBEAT_NAME,
@@ -47,6 +50,16 @@ def _factory(task, backend, num_envs, seed, array_factory=None):
 def test_the_allowed_keys_are_real_config_keys():
     keys = set(flatten(asdict(Config())))
     assert set(RESUME_MAY_CHANGE) <= keys
+
+
+def test_the_docs_list_exactly_the_allowed_keys():
+    """docs/reliability.md's table of what a resume may change is RESUME_MAY_CHANGE."""
+    text = (Path(__file__).parents[2] / "docs" / "reliability.md").read_text()
+    first_cells = [
+        line.split("|")[1] for line in text.splitlines() if line.lstrip().startswith("| `")
+    ]
+    documented = {key for cell in first_cells for key in re.findall(r"`([a-z_.]+)`", cell)}
+    assert documented == set(RESUME_MAY_CHANGE)
 
 
 def test_every_other_differing_key_is_named_in_one_message():
@@ -181,7 +194,7 @@ def test_latest_txt_is_replaced_atomically(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- disk full
 def test_a_full_disk_is_named_as_such(tmp_path, monkeypatch):
     def open_tmp(folder, name):
-        fd, tmp = ckpt_mod.tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
         os.close(fd)
         return open("/dev/full", "wb"), tmp  # every write: ENOSPC
 
@@ -195,6 +208,59 @@ def test_a_full_disk_is_named_as_such(tmp_path, monkeypatch):
     assert message.startswith("no space left on device: could not write the checkpoint ")
     assert str(path) in message and "unexpected pos" not in message
     assert list(path.parent.iterdir()) == []  # neither the file nor its temp file
+
+
+class _FillsUp(io.RawIOBase):
+    """A disk with `room` bytes left: writes succeed until it is full, then ENOSPC."""
+
+    def __init__(self, path: str, room: int) -> None:
+        self._f = open(path, "wb")  # noqa: SIM115 - closed by close()
+        self._room = room
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        if len(b) > self._room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._room -= len(b)
+        return self._f.write(b)
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+def test_a_disk_that_fills_up_during_a_checkpoint_is_named_as_such(tmp_path, monkeypatch):
+    """A real full disk lets torch.save write part of the file: torch's zip writer then raises
+    "unexpected pos ..." with the ENOSPC only as its context (unlike /dev/full above)."""
+
+    def open_tmp(folder, name):
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+        os.close(fd)
+        return io.BufferedWriter(_FillsUp(tmp, room=20_000)), tmp
+
+    monkeypatch.setattr(ckpt_mod, "_open_tmp", open_tmp)
+    run = tmp_path / "run"
+    with pytest.raises(DiskFullError) as err:
+        train(tiny_config(iterations=6, checkpoint_every=3), run_dir=run, env_factory=_factory)
+    message, code = cli_errors.describe(err.value)
+    path = checkpoint_path(run, 3)
+    assert code == 1
+    assert message.startswith(f"no space left on device: could not write the checkpoint {path}")
+    assert "unexpected pos" not in message
+    assert list((run / "checkpoints").iterdir()) == []  # neither the file nor its temp file
+    assert read_summary(run)["status"] == "failed"
+    # the same error seen without the runner's mapping: still no traceback, still the reason
+    hidden = RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 832 vs 726")
+    hidden.__context__ = OSError(errno.ENOSPC, "No space left on device")
+    assert cli_errors.describe(hidden) == (
+        "no space left on device: [Errno 28] No space left on device",
+        1,
+    )
 
 
 def test_a_raw_enospc_is_described_too():
