@@ -13,6 +13,7 @@
 # Needs .whl/ (setup.sh): hydra-core, omegaconf, antlr4, mujoco + mujoco-core, unilab-rl 1.4.15.
 #   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/learner_levers.sh [deadline_s]
 source scripts/device/setup.sh
+source scripts/device/lib.sh
 exec > >(tee -a "$OUT/levers.log") 2>&1
 DEADLINE=${1:-560}
 W=/tmp/levers; mkdir -p $W/logs $W/warm $W/rows
@@ -22,26 +23,7 @@ JS=joint_critic_forward=true,shared_input_stats=true
 LEVERS="base;$OLD;compile_rng=false;projection_gather=false;functional_steps=false"
 LEVERS="$LEVERS;joint_critic_forward=true;shared_input_stats=true;$JS;$JS,functional_steps=false"
 BENCH="python3 scripts/bench_learner.py --device cuda --dtype bfloat16"
-left() { echo $((DEADLINE - SECONDS)); }
-PIDS=()
-bg() {  # bg NAME LIMIT_S CMD...: phase A job in the background
-  local name=$1 limit=$2; shift 2
-  ( export TORCHINDUCTOR_COMPILE_THREADS=2
-    timeout -s TERM -k 10 "$limit" "$@" > $W/logs/$name.log 2>&1
-    echo "== $name rc=$? (at ${SECONDS}s)" ) &
-  PIDS+=($!)
-}
-warm() {  # warm NAME ARGS...: compile ARGS' configurations (2 cycles each)
-  local name=$1; shift
-  bg "warm_$name" 230 $BENCH --cycles 2 --warmup 1 "$@" --output $W/warm/$name.json
-}
-step() {  # step NAME NEED_S CMD...: phase B, alone, if NEED_S seconds are left
-  local name=$1 need=$2; shift 2
-  if [ "$(left)" -lt "$need" ]; then echo "== $name skipped at ${SECONDS}s"; return 1; fi
-  timeout -s TERM -k 10 $(($(left) - 15)) "$@" > $W/logs/$name.log 2>&1
-  echo "== $name rc=$? (at ${SECONDS}s)"
-}
-
+WARM_LIMIT=230
 # ---- A. compile everything + correctness (parallel) -----------------------------------------
 C256="--batch-sizes 256 --updates 8 --paths cudagraph"
 warm g_base $C256 --path-variants "base;compile_rng=false" --reference unilab-rl \
@@ -86,33 +68,13 @@ step host 40 python3 scripts/profile_cycle.py --batch-size 256 --updates 2 --pat
   --top 5 --host-top 25 --output $W/profile_b256_u2_compile.json
 
 # ---- summary ------------------------------------------------------------------------------------
-python3 - $W $OUT <<'PY'
-import json, pathlib, sys
-w, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-rows = []
-for name in ("levers.json", "compile.json"):
-    p = w / "rows" / name
-    rows += json.loads(p.read_text()) if p.exists() else []
-(out / "h200_learner_levers.json").write_text(json.dumps(rows, indent=2) + "\n")
-print("\n== learner rows (median ms)")
-for r in rows:
-    opts = ",".join(f"{k}={v}" for k, v in (r["path_options"] or {}).items()) or "defaults"
-    print(f"{r['impl']:>9} {r['path']:>9} B={r['batch_size']:<5} u{r['updates_per_step']:<2} "
-          f"{r['median_ms']:8.3f}  p90 {r['p90_ms']:8.3f}  {opts}")
-for u in ("u2", "u8"):
-    p = w / f"train_{u}" / "summary.json"
-    if p.exists():
-        s = json.loads(p.read_text())
-        lt, it = s.get("learner_train_ms") or {}, s.get("iter_ms") or {}
-        print(f"in training {u} compile: {s.get('status')}, learner median {lt.get('median')}"
-              f" ms, iter median {it.get('median')} ms, collector median "
-              f"{(s.get('collector_cycle_ms') or {}).get('median')} ms")
-sc = out / "h200_learner_scaling.json"
-if sc.exists():
-    print("\n== scaling (u8, median ms)")
-    for r in json.loads(sc.read_text()):
-        print(f"{r['impl']:>9} {r['path']:>9} B={r['batch_size']:<5} {r['median_ms']:8.3f}")
-PY
+echo; echo "== learner rows (median ms)"
+python3 scripts/device/rows_summary.py $OUT/h200_learner_levers.json $W/rows/levers.json \
+  $W/rows/compile.json
+for u in u2 u8; do  # the compile learner in training: the runner's closing line
+  echo "in training, $u compile: $(grep -h -o 'complete: .*' $W/logs/train_$u.log | tail -n 1)"
+done
+echo "== scaling (u8)"; python3 scripts/device/rows_summary.py - $OUT/h200_learner_scaling.json
 find $W -name "*.pt" -delete; find $W -name "events.out.tfevents*" -delete
 tar czf $OUT/levers.tgz -C $W . 2>/dev/null
 echo "== done at ${SECONDS}s"

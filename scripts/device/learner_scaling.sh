@@ -7,28 +7,14 @@
 #   B. alone, on the warm cache, in priority order, each only if its need fits the deadline.
 #   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/learner_scaling.sh [deadline_s]
 source scripts/device/setup.sh
+source scripts/device/lib.sh
 exec > >(tee -a "$OUT/scaling.log") 2>&1
 DEADLINE=${1:-480}
 W=/tmp/scaling; mkdir -p $W/logs $W/warm $W/rows
 export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
 OLD=compile_rng=false,projection_gather=false,functional_steps=true  # defaults before issue 13 part 3
 BENCH="python3 scripts/bench_learner.py --device cuda --dtype bfloat16"
-left() { echo $((DEADLINE - SECONDS)); }
-PIDS=()
-bg() {
-  local name=$1 limit=$2; shift 2
-  ( export TORCHINDUCTOR_COMPILE_THREADS=2
-    timeout -s TERM -k 10 "$limit" "$@" > $W/logs/$name.log 2>&1
-    echo "== $name rc=$? (at ${SECONDS}s)" ) &
-  PIDS+=($!)
-}
-warm() { local name=$1; shift; bg "warm_$name" 200 $BENCH --cycles 2 --warmup 1 "$@" --output $W/warm/$name.json; }
-step() {
-  local name=$1 need=$2; shift 2
-  if [ "$(left)" -lt "$need" ]; then echo "== $name skipped at ${SECONDS}s"; return 1; fi
-  timeout -s TERM -k 10 $(($(left) - 10)) "$@" > $W/logs/$name.log 2>&1
-  echo "== $name rc=$? (at ${SECONDS}s)"
-}
+WARM_LIMIT=200
 # ---- A ----
 for b in 256 1024 2048 4096 8192; do
   warm s$b --batch-sizes $b --updates 8 --paths compile,cudagraph --reference unilab-rl
@@ -55,20 +41,9 @@ step profile 30 python3 scripts/profile_cycle.py --batch-size 256 --updates 8 --
   --top 20 --output $OUT/profile_b256_u8.json
 step host 25 python3 scripts/profile_cycle.py --batch-size 256 --updates 2 --path compile \
   --top 5 --host-top 25 --output $W/profile_b256_u2_compile.json
-python3 - $W $OUT <<'PY'
-import json, pathlib, sys
-w, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-rows = []
-for name in ("u2.json", "b2048.json"):
-    p = w / "rows" / name
-    rows += json.loads(p.read_text()) if p.exists() else []
-(out / "h200_learner_rows.json").write_text(json.dumps(rows, indent=2) + "\n")
-sc = out / "h200_learner_scaling.json"
-for r in rows + (json.loads(sc.read_text()) if sc.exists() else []):
-    opts = ",".join(f"{k}={v}" for k, v in (r["path_options"] or {}).items()) or "defaults"
-    print(f"{r['impl']:>9} {r['path']:>9} B={r['batch_size']:<5} u{r['updates_per_step']:<2} "
-          f"{r['median_ms']:8.3f}  p90 {r['p90_ms']:8.3f}  cold {r['cold_start_s']:6.1f}  {opts}")
-PY
+python3 scripts/device/rows_summary.py $OUT/h200_learner_rows.json $W/rows/u2.json \
+  $W/rows/b2048.json
+python3 scripts/device/rows_summary.py - $OUT/h200_learner_scaling.json
 grep -h -E "^B=|host:" $W/logs/profile.log $W/logs/host.log
 tar czf $OUT/scaling.tgz -C $W . 2>/dev/null
 echo "== done at ${SECONDS}s"

@@ -169,18 +169,10 @@ def test_batch_follows_our_env_contract(base):
 def test_sabotaged_op_fails_the_cross_check(small, sabotage, monkeypatch):
     """On the small networks (test_one_update_matches_unilab[small] passes there)."""
     base = small
-    learner = base["learner"]
-    learner.state.restore(base["before"])
-    try:
-        updates_mod = X.install(sabotage, learner, monkeypatch)
-        ours, inputs = X.run_ours(learner, updates_mod)
-        after = learner.state.snapshot()
-    finally:
-        learner.state.restore(base["before"])
+    bad, inputs = _edited_update_failures(base, sabotage, monkeypatch)
     # the same batch and noise as the compared update: only the edited op differs
     assert torch.equal(inputs["rows"], base["inputs"]["rows"])
     assert torch.equal(inputs["eps_actor"], base["inputs"]["eps_actor"])
-    bad = X.failures(_checks(base, ours=ours, after_ours=after))
     assert bad, f"editing {sabotage.old!r} -> {sabotage.new!r} went unnoticed"
 
 
@@ -188,19 +180,23 @@ def test_sabotaged_op_fails_the_cross_check(small, sabotage, monkeypatch):
 def test_unedited_module_copy_passes_the_cross_check(small, module, monkeypatch):
     """The control of the sabotage tests: the same re-execution and rebinding with a no-op
     edit passes, so each sabotage's failure comes from its one edited op."""
-    base = small
-    learner = base["learner"]
     first = next(s for s in X.SABOTAGES if s.module == module)
     noop = X.Sabotage(f"noop_{module}", module, first.old, first.old)
+    bad, _ = _edited_update_failures(small, noop, monkeypatch)
+    assert not bad, "\n" + X.report(bad)
+
+
+def _edited_update_failures(base, edit, monkeypatch):
+    """(failed checks, inputs) of one update of ours with `edit` applied to its module."""
+    learner = base["learner"]
     learner.state.restore(base["before"])
     try:
-        updates_mod = X.install(noop, learner, monkeypatch)
-        ours, _ = X.run_ours(learner, updates_mod)
+        updates_mod = X.install(edit, learner, monkeypatch)
+        ours, inputs = X.run_ours(learner, updates_mod)
         after = learner.state.snapshot()
     finally:
         learner.state.restore(base["before"])
-    bad = X.failures(_checks(base, ours=ours, after_ours=after))
-    assert not bad, "\n" + X.report(bad)
+    return X.failures(_checks(base, ours=ours, after_ours=after)), inputs
 
 
 # ---------------------------------------------------------------------------- differences
