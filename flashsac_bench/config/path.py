@@ -43,11 +43,11 @@ class PathConfig:
     fused_optimizer: bool = False
     # The critic update's target and online critic forwards as ONE 4-member ensemble forward
     # on their common 2B input (half the forward launches; the batched backward then spans the
-    # target members too). Same values and gradients (CPU tests). Off until measured.
+    # target members too). Same values and gradients (CPU tests). Off: slower on the H200.
     joint_critic_forward: bool = False
     # The input BN's batch statistics of the critic update computed once for both members of
-    # both critics (they all normalize the same 2B input). Same values (CPU tests). Off until
-    # measured.
+    # both critics (they all normalize the same 2B input). Same values (CPU tests). Off: no
+    # gain on the H200.
     shared_input_stats: bool = False
     # cudagraph path: on a capture failure warn once and run the compile path instead.
     fallback_to_compile: bool = True
