@@ -174,7 +174,6 @@ def _validate(job: Job, multirun: bool, compose: Any) -> None:
             del cfg["hydra"]
         job.config = config = to_config(cfg)
         check_runtime(config)
-        check_env_factory_signature()
         plan_resume(config, job.run_dir, mmap=True)
     except Exception as err:  # noqa: BLE001 - describe() re-raises what is not a user error
         job.error, job.exc = _message(err), err
@@ -183,35 +182,6 @@ def _validate(job: Job, multirun: bool, compose: Any) -> None:
     problem = _probe_writable(job.run_dir)
     if problem:
         job.error = problem
-
-
-def check_env_factory_signature() -> None:
-    """FLASHSAC_BENCH_ENV_FACTORY names a callable that takes (task, backend, num_envs, seed)
-    (check_runtime has imported it; calling it would build the envs)."""
-    import inspect
-
-    from flashsac_bench.runner.env_factory import (
-        ENV_FACTORY_VAR,
-        EnvFactoryError,
-        env_factory_is_default,
-        resolve_env_factory,
-    )
-
-    if env_factory_is_default():
-        return
-    factory = resolve_env_factory()
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):
-        return  # no signature to check (some builtins): the call will tell
-    try:
-        signature.bind(None, None, 0, 0)
-    except TypeError as err:
-        spec = os.environ.get(ENV_FACTORY_VAR, "").strip()
-        raise EnvFactoryError(
-            f"{ENV_FACTORY_VAR}={spec!r} cannot be called as "
-            f"factory(task, backend, num_envs, seed): {err}"
-        ) from None
 
 
 def is_multirun(args: Any) -> bool:

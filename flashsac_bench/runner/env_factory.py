@@ -3,12 +3,14 @@
 The default is `flashsac_bench.envs.make_env` (task + backend). FLASHSAC_BENCH_ENV_FACTORY=
 "module:attr" names any callable with the same signature instead; it reaches Hydra multirun and
 submitit job processes through the environment, which is how the tests run the real CLI against
-a small fake env. A variable that names nothing callable is an EnvFactoryError (one line).
+a small fake env. A variable that names nothing callable, or a callable that cannot take the
+factory's arguments, is an EnvFactoryError (one line).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 from collections.abc import Callable
@@ -90,4 +92,20 @@ def _import_factory(spec: str) -> EnvFactory:
         raise EnvFactoryError(f"{where}: module {module!r} has no attribute {attr!r}")
     if not callable(factory):
         raise EnvFactoryError(f"{where}: {module}.{attr} is not callable")
+    _check_signature(where, factory)
     return factory
+
+
+def _check_signature(where: str, factory: Callable[..., object]) -> None:
+    """A factory must take (task, backend, num_envs, seed): checked without calling it (that
+    would build the envs)."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return  # no signature to check (some builtins): the call will tell
+    try:
+        signature.bind(None, None, 0, 0)
+    except TypeError as err:
+        raise EnvFactoryError(
+            f"{where} cannot be called as factory(task, backend, num_envs, seed): {err}"
+        ) from None
