@@ -24,7 +24,6 @@ echo "== walk_compile rc=$? (at ${SECONDS}s)"
 grep -E "stopping|walk|cold" $W/logs/walk_compile.log | tail -n 3
 
 # ---- 2. parity runs + correctness, all at once ------------------------------------------------
-PIDS=()
 run() {  # run PATH SEED: one parity run in the background
   ( timeout -k 10 $(($(left) - 45)) python3 -m flashsac_bench +experiment=bench_h200 update=u2 \
       path=$1 run.seed=$2 backend.workers=1 hydra.run.dir=$W/parity/${1}_s$2 \
@@ -35,12 +34,10 @@ run() {  # run PATH SEED: one parity run in the background
 # The compiled paths' first runs fill the shared Inductor cache before their other seeds start.
 for s in $(seq 1 $SEEDS); do run eager $s; done
 run compile 1; run cudagraph 1
-( timeout -k 10 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/learner \
-    > $W/logs/gpu_tests.log 2>&1; echo "== gpu_tests rc=$? (at ${SECONDS}s)" ) & PIDS+=($!)
-( timeout -k 10 300 python3 scripts/validate_numerics.py --device cuda --dtype bfloat16 \
-    --paths eager,compile,cudagraph --updates 2,8 --batch-size 256 --iterations 10 \
-    --output $OUT/numerics_bf16.json > $W/logs/numerics.log 2>&1
-  echo "== numerics rc=$? (at ${SECONDS}s)" ) & PIDS+=($!)
+bg gpu_tests 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/learner
+bg numerics 300 python3 scripts/validate_numerics.py --device cuda --dtype bfloat16 \
+  --paths eager,compile,cudagraph --updates 2,8 --batch-size 256 --iterations 10 \
+  --output $OUT/numerics_bf16.json
 sleep 75
 for s in $(seq 2 $SEEDS); do run compile $s; run cudagraph $s; done
 wait "${PIDS[@]}"
