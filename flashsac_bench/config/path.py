@@ -83,17 +83,11 @@ class PathConfig:
 
     def resolved_compile_rng(self, device: str) -> bool:
         """Whether the compile / cudagraph paths run the RNG's hash compiled on `device`."""
-        if self.name == "eager":
-            return False
-        if self.compile_rng is None:
-            return COMPILE_RNG_ON_CUDA and str(device).startswith("cuda")
-        return self.compile_rng
+        return self.name != "eager" and _set_or_cuda(self.compile_rng, COMPILE_RNG_ON_CUDA, device)
 
     def resolved_projection_gather(self, device: str) -> bool:
         """Whether the weight projection is the gathered product on `device`."""
-        if self.projection_gather is None:
-            return PROJECTION_GATHER_ON_CUDA and str(device).startswith("cuda")
-        return self.projection_gather
+        return _set_or_cuda(self.projection_gather, PROJECTION_GATHER_ON_CUDA, device)
 
     def __post_init__(self) -> None:
         if self.name not in PATHS:
@@ -110,3 +104,10 @@ class PathConfig:
                 "would nest Inductor CUDA graphs inside it. Use 'default' or "
                 "'max-autotune-no-cudagraphs'."
             )
+
+
+def _set_or_cuda(value: bool | None, on_cuda: bool, device: str) -> bool:
+    """An explicit setting as given; unset (null): `on_cuda` on CUDA, off elsewhere."""
+    if value is None:
+        return on_cuda and str(device).startswith("cuda")
+    return value

@@ -18,7 +18,7 @@ exec > >(tee -a "$OUT/levers.log") 2>&1
 DEADLINE=${1:-560}
 W=/tmp/levers; mkdir -p $W/logs $W/warm $W/rows
 export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
-OLD=compile_rng=false,projection_gather=false  # the defaults before this call
+OLD=compile_rng=false,projection_gather=false  # the defaults before cf03d86
 JS=joint_critic_forward=true,shared_input_stats=true
 LEVERS="base;$OLD;compile_rng=false;projection_gather=false;functional_steps=false"
 LEVERS="$LEVERS;joint_critic_forward=true;shared_input_stats=true;$JS;$JS,functional_steps=false"
