@@ -2,8 +2,9 @@
 setting (median over seeds) and a plot.
 
 A run is a `+experiment=g1_walk_h200` run dir (usually `run.stop_at_walk=true`,
-scripts/device/walk_utd.sh); its setting is training_config's updates_per_step. The thresholds
-are config.run's WALK_* (the learning analysis's time to the thresholds).
+scripts/device/walk_utd.sh); its setting is training_config's (updates_per_step, num_envs): the
+updates per iteration and the data per iteration. The thresholds are config.run's WALK_* (the
+learning analysis's time to the thresholds).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def walk_record(run: RunData) -> dict[str, Any]:
     return {
         "run": run.run_dir.name,
         "updates_per_step": int(tc.get("updates_per_step", 0)),
+        "num_envs": int(tc.get("num_envs", 0)),
         "actor_updates_per_iteration": tc.get("actor_updates_per_iteration"),
         "seed": run.seed,
         "path": run.path,
@@ -42,6 +44,8 @@ def walk_record(run: RunData) -> dict[str, Any]:
         "collector_cycle_ms_median": (s.get("collector_cycle_ms") or {}).get("median"),
         "iterations_done": s.get("iterations_done"),
         "stopped_by": s.get("stopped_by"),
+        # a walk trained in segments: time_s runs on across them, setup_s is the last segment's
+        "resumed_from": s.get("resumed_from"),
     }
 
 
@@ -49,15 +53,21 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _setting(r: dict[str, Any]) -> tuple[int, int]:
+    return r["updates_per_step"], r.get("num_envs", 0)
+
+
 def setting_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per updates_per_step: seeds, how many walked, medians over the walking seeds."""
+    """One row per (updates_per_step, num_envs): seeds, how many walked, medians over the
+    walking seeds."""
     rows = []
-    for ups in sorted({r["updates_per_step"] for r in records}):
-        rs = [r for r in records if r["updates_per_step"] == ups]
+    for ups, envs in sorted({_setting(r) for r in records}):
+        rs = [r for r in records if _setting(r) == (ups, envs)]
         hit = [r for r in rs if r.get("reached")]
         rows.append(
             {
                 "updates_per_step": ups,
+                "num_envs": envs,
                 "seeds": sorted(r["seed"] for r in rs),
                 "walked": len(hit),
                 "iterations_median": _median([r["iteration"] for r in hit]),
@@ -86,13 +96,14 @@ def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         f"Thresholds: mean episode length >= {WALK_EPISODE_LENGTH:g}, lin-vel tracking >= "
         f"{100 * WALK_TRACKING_FRAC:g}% of max. Medians over the seeds that walked.",
         "",
-        "| updates/iter (critic) | seeds | walked | iterations | loop s | since start s "
+        "| updates/iter (critic) | envs | seeds | walked | iterations | loop s | since start s "
         "| iteration ms | learner ms | tracking at stop |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r['updates_per_step']} | {','.join(map(str, r['seeds']))} | {r['walked']} "
+            f"| {r['updates_per_step']} | {r['num_envs']} | {','.join(map(str, r['seeds']))} "
+            f"| {r['walked']} "
             f"| {f(r['iterations_median'], 0)} | {f(r['loop_s_median'])} "
             f"| {f(r['since_start_s_median'])} | {f(r['iter_ms_median'], 2)} "
             f"| {f(r['learner_train_ms_median'], 2)} | {f(r['final_tracking_median'], 3)} |"
@@ -102,7 +113,7 @@ def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         "| run | iteration | loop s | setup s (cold start) | since start s |",
         "|---|---|---|---|---|",
     ]
-    for r in sorted(records, key=lambda r: (r["updates_per_step"], r["seed"])):
+    for r in sorted(records, key=lambda r: (*_setting(r), r["seed"])):
         out.append(
             f"| {r['run']} | {r.get('iteration', '-')} | {f(r.get('loop_s'))} "
             f"| {f(r['setup_s'])} ({f(r['cold_start_s'])}) | {f(r.get('since_start_s'))} |"
@@ -121,14 +132,26 @@ def plot(records: list[dict[str, Any]], rows: list[dict[str, Any]], path: Path) 
         (axes[0], "iteration", "iterations to walk"),
         (axes[1], "since_start_s", "seconds to walk (since runner start)"),
     ):
-        hit = [r for r in records if r.get("reached")]
-        ax.scatter([r["updates_per_step"] for r in hit], [r[key] for r in hit], alpha=0.6)
         med = "iterations_median" if key == "iteration" else "since_start_s_median"
-        xs = [r["updates_per_step"] for r in rows if r[med] is not None]
-        ax.plot(xs, [r[med] for r in rows if r[med] is not None], marker="o", color="k")
+        for envs in sorted({r["num_envs"] for r in rows}):
+            line = [r for r in rows if r["num_envs"] == envs and r[med] is not None]
+            (drawn,) = ax.plot(
+                [r["updates_per_step"] for r in line],
+                [r[med] for r in line],
+                marker="o",
+                label=f"{envs} envs (median)",
+            )
+            hit = [r for r in records if r.get("reached") and r.get("num_envs", 0) == envs]
+            ax.scatter(
+                [r["updates_per_step"] for r in hit],
+                [r[key] for r in hit],
+                alpha=0.4,
+                color=drawn.get_color(),
+            )
         ax.set_xlabel("critic updates per iteration")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
     fig.suptitle("G1 walk (g1_walk_h200, cudagraph): update-to-data sweep")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -90,6 +90,9 @@ class Records:
         self.pending: dict[str, Any] | None = None  # waits for its learner time and losses
         self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_scalars
         self.loop_t0: float | None = None
+        # Loop seconds of the segments before a resume: rows' time_s runs on across resumes,
+        # so a walk trained in several segments reads its time to the thresholds off one clock.
+        self.time_offset_s = 0.0
         self._window: list[dict[str, Any]] = []  # finalized rows of the next TensorBoard point
         self._window_terms: list[dict[str, float]] = []
         self._env_metrics: dict[str, float] = {}
@@ -137,7 +140,7 @@ class Records:
             "episodes_done": len(tick.episode_returns),
             "episode_return_mean": float(np.mean(self.returns)) if self.returns else None,
             "episode_length_mean": float(np.mean(self.lengths)) if self.lengths else None,
-            "time_s": time.perf_counter() - (self.loop_t0 or marks.start),
+            "time_s": time.perf_counter() - (self.loop_t0 or marks.start) + self.time_offset_s,
         }
         row.update({key: None for key in METRICS})
         return row
@@ -228,6 +231,8 @@ class Records:
         self.returns.extend(state["episodes"]["returns"])
         self.lengths.extend(state["episodes"]["lengths"])
         self.rows_all = list(state["rows_all"])
+        last = self.rows_all[-1].get("time_s") if self.rows_all else None
+        self.time_offset_s = float(last) if isinstance(last, int | float) else 0.0
 
     # ------------------------------------------------------------------ summary.json
     def summary(self) -> dict[str, Any]:

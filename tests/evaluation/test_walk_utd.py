@@ -11,10 +11,13 @@ from flashsac_bench.analysis.walk_utd import markdown, setting_table
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _rec(ups: int, seed: int, iteration: int | None, since: float | None = None) -> dict:
+def _rec(
+    ups: int, seed: int, iteration: int | None, since: float | None = None, envs: int = 1024
+) -> dict:
     r = {
-        "run": f"u{ups}_s{seed}",
+        "run": f"u{ups}_e{envs}_s{seed}",
         "updates_per_step": ups,
+        "num_envs": envs,
         "seed": seed,
         "reached": iteration is not None,
         "setup_s": 17.0,
@@ -37,14 +40,27 @@ def test_setting_table_takes_medians_over_the_seeds_that_walked():
         _rec(24, 3, 1307, 88.2),
     ]
     rows = {r["updates_per_step"]: r for r in setting_table(records)}
-    assert list(rows) == [8, 24]
+    assert list(rows) == [8, 24] and rows[24]["num_envs"] == 1024
     assert (rows[8]["seeds"], rows[8]["walked"], rows[8]["iterations_median"]) == ([1, 2], 1, 2749)
     assert rows[24]["walked"] == 3 and rows[24]["iterations_median"] == 1313
     assert rows[24]["since_start_s_median"] == 75.4
     assert rows[24]["since_start_s"] == {1: 62.6, 2: 75.4, 3: 88.2}
     md = markdown(list(rows.values()), records)
-    assert "| 24 | 1,2,3 | 3 | 1313 |" in md
-    assert "| u8_s2 | - | - |" in md  # a seed that did not walk is listed, not dropped
+    assert "| 24 | 1024 | 1,2,3 | 3 | 1313 |" in md
+    assert "| u8_e1024_s2 | - | - |" in md  # a seed that did not walk is listed, not dropped
+
+
+def test_settings_differing_only_in_num_envs_are_separate_rows():
+    records = [
+        _rec(16, 1, 1600, 75.0),
+        _rec(16, 2, 1700, 80.0),
+        _rec(16, 1, 1500, 50.0, envs=512),
+        _rec(16, 2, None, envs=512),
+    ]
+    rows = setting_table(records)
+    assert [(r["updates_per_step"], r["num_envs"]) for r in rows] == [(16, 512), (16, 1024)]
+    assert [r["walked"] for r in rows] == [1, 2]
+    assert [r["since_start_s_median"] for r in rows] == [50.0, 77.5]
 
 
 def test_script_names_a_dir_without_a_summary(tmp_path):

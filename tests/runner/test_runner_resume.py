@@ -94,6 +94,12 @@ def test_resumed_rows_continue_the_checkpointed_ones(fake_runs):
     # the resumed iteration computes exactly the losses of the uninterrupted one
     keys = ("critic_loss", "actor_loss", "entropy", "temperature", "reward_scale", "reward_mean")
     assert {k: c["rows_all"][N][k] for k in keys} == {k: a["rows_all"][N][k] for k in keys}
+    # the loop clock runs on from the checkpoint's (a walk in several segments reads one clock):
+    # the resumed row is later than the last checkpointed one by about one iteration, not
+    # restarted near zero
+    before, after = c["rows_all"][N - 1]["time_s"], c["rows_all"][N]["time_s"]
+    assert after > before
+    assert after - before < before / 2
 
 
 def test_late_metrics_land_on_their_own_iteration(fake_runs):
