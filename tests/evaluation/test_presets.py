@@ -39,15 +39,16 @@ def test_parity_cpu_is_the_smoke_size_on_the_cpu():
     assert c.hardware.torch_threads + c.backend.num_threads == 2  # the 2 CI cores, split
 
 
-def test_g1_walk_fast_is_g1_walk_h200_with_three_times_the_updates():
+def test_g1_walk_fast_is_g1_walk_h200_with_twice_the_updates_on_half_the_envs():
     fast, base = _compose("+experiment=g1_walk_fast"), _compose("+experiment=g1_walk_h200")
     assert (fast.update.name, fast.update.updates_per_step, fast.update.policy_frequency) == (
-        "u24",
-        24,
+        "u16",
+        16,
         2,
     )
-    assert fast.run.iterations == 2000 and fast.run.iterations % fast.run.checkpoint_every == 0
+    assert (base.update.updates_per_step, base.run.num_envs) == (8, 1024)
+    assert fast.run.num_envs == 512
+    assert fast.run.iterations == 2400 and fast.run.iterations % fast.run.checkpoint_every == 0
     # Everything else is g1_walk_h200's.
     for group in ("learner", "replay", "path", "hardware", "task", "backend"):
         assert getattr(fast, group) == getattr(base, group), group
-    assert fast.run.num_envs == base.run.num_envs
