@@ -37,7 +37,7 @@ RUNS=()
 for item in $PLAN; do
   IFS=: read -r ups seed limit envs <<< "$item"
   name=u${ups}${envs:+_e$envs}_s$seed; RUN=$W/utd/$name
-  need=$((limit + 30 + (EVAL == 1 ? ${EVAL_TIMEOUT:-60} : 0)))
+  need=$((limit + 30)); [ "$EVAL" = 1 ] && need=$((need + ${EVAL_TIMEOUT:-120}))
   if [ "$(left)" -lt "$need" ]; then echo "skip $name: $(left) s left, needs $need"; continue; fi
   train $RUN $W/logs/$name.log $limit update.name=u$ups update.updates_per_step=$ups \
     run.seed=$seed run.stop_at_walk=${STOP_AT_WALK:-true} run.time_limit_s=$limit \
