@@ -42,6 +42,10 @@ def walk_record(run: RunData) -> dict[str, Any]:
         "iter_ms_median": (s.get("iter_ms") or {}).get("median"),
         "learner_train_ms_median": (s.get("learner_train_ms") or {}).get("median"),
         "collector_cycle_ms_median": (s.get("collector_cycle_ms") or {}).get("median"),
+        # MuJoCo's share of the collector: tells a slower host from a slower program
+        "env_step_ms_median": ((s.get("extra_timings") or {}).get("env_step_ms") or {}).get(
+            "median"
+        ),
         "iterations_done": s.get("iterations_done"),
         "stopped_by": s.get("stopped_by"),
         # a walk trained in segments: time_s runs on across them, setup_s is the last segment's
@@ -97,7 +101,7 @@ def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         f"{100 * WALK_TRACKING_FRAC:g}% of max. Medians over the seeds that walked.",
         "",
         "| updates/iter (critic) | envs | seeds | walked | iterations | loop s | since start s "
-        "| iteration ms | learner ms | tracking at stop |",
+        "| iteration ms | learner ms | final tracking |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -110,13 +114,15 @@ def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         )
     out += [
         "",
-        "| run | iteration | loop s | setup s (cold start) | since start s |",
-        "|---|---|---|---|---|",
+        "| run | iteration | loop s | setup s (cold start) | since start s | iteration ms "
+        "| env step ms |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in sorted(records, key=lambda r: (*_setting(r), r["seed"])):
         out.append(
             f"| {r['run']} | {r.get('iteration', '-')} | {f(r.get('loop_s'))} "
-            f"| {f(r['setup_s'])} ({f(r['cold_start_s'])}) | {f(r.get('since_start_s'))} |"
+            f"| {f(r['setup_s'])} ({f(r['cold_start_s'])}) | {f(r.get('since_start_s'))} "
+            f"| {f(r.get('iter_ms_median'), 2)} | {f(r.get('env_step_ms_median'), 2)} |"
         )
     return "\n".join(out) + "\n"
 
