@@ -53,6 +53,8 @@ print(" ", s.get("stopped_by"), "| iterations", s.get("iterations_done"),
 PY
   RUNS+=("$RUN")
   if [ "$EVAL" = 1 ]; then evaluate $RUN $name; fi
+  # evaluations at the end still need the checkpoint; others are done with it
+  [ "$EVAL" = end ] || find $RUN -name "*.pt" -path "*checkpoints*" -delete
 done
 if [ "$EVAL" = end ] && [ ${#RUNS[@]} -gt 0 ]; then  # all at once: 16 envs each, 16 cores
   for RUN in "${RUNS[@]}"; do evaluate $RUN "$(basename $RUN)" & done; wait
