@@ -9,6 +9,10 @@ set beside the measured time and the profiler's kernel count (docs/benchmarks.md
 The byte count is an upper bound on what a fused implementation must move (fusion keeps
 intermediates in registers) and a lower bound on what the eager path moves (no cache effects).
 Matmul operands are counted in the learner's matmul dtype only when the run uses it.
+
+It also names the matmuls cuBLAS cannot run on its Hopper kernels: an operand whose address,
+leading stride, N or K is not a multiple of 16 bytes (`misaligned_matmuls`). Addresses
+follow from the flat layouts' offsets, so the CPU finds the same ones as the GPU.
 """
 
 from __future__ import annotations
@@ -64,9 +68,38 @@ def _bytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+GEMM_ALIGN_BYTES = 16  # what cuBLAS's Hopper kernels need of addresses, strides and dims
+
+
+def _operands(name: str, args: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+    return (args[1], args[2]) if name in ("addmm", "baddbmm") else (args[0], args[1])
+
+
+def misalignment(name: str, args: tuple) -> str | None:
+    """None, or what keeps this matmul off 16-byte-aligned GEMM kernels, e.g.
+    "mm [256x512]@[512x128] bf16: B address +8 B"."""
+    a, b = _operands(name, args)
+    k, n = a.shape[-1], b.shape[-1]
+    unit = max(1, GEMM_ALIGN_BYTES // a.element_size())
+    # M only matters as a leading dimension, i.e. through a stride (checked below)
+    why = [f"{d}={v}" for d, v in (("N", n), ("K", k)) if v % unit]
+    for label, t in (("A", a), ("B", b)):
+        off = t.data_ptr() % GEMM_ALIGN_BYTES
+        if off:
+            why.append(f"{label} address +{off} B")
+        lead = [st for st in t.stride()[-2:] if st != 1]
+        if any(st % unit for st in lead):
+            why.append(f"{label} stride {tuple(t.stride())}")
+    if not why:
+        return None
+    shape = lambda t: "x".join(map(str, t.shape))  # noqa: E731
+    dtype = str(a.dtype).removeprefix("torch.")
+    return f"{name} [{shape(a)}]@[{shape(b)}] {dtype}: {', '.join(why)}"
+
+
 def matmul_flops(name: str, args: tuple) -> int:
     """2*M*N*K of mm / bmm (+ addmm / baddbmm: the product only)."""
-    a, b = (args[1], args[2]) if name in ("addmm", "baddbmm") else (args[0], args[1])
+    a, b = _operands(name, args)
     batch = a.shape[0] if a.dim() == 3 else 1
     m, k = a.shape[-2:]
     n = b.shape[-1]
@@ -81,6 +114,7 @@ class CycleCost:
     other_bytes: int = 0  # read + written by non-matmul, non-view ops
     matmul_bytes: int = 0  # operands + results of the matmuls
     by_op: Counter = field(default_factory=Counter)
+    misaligned: Counter = field(default_factory=Counter)  # misalignment() -> launches
 
     def floors_ms(self, tflops: float, tbytes_per_s: float) -> dict[str, float]:
         return {
@@ -110,6 +144,9 @@ class CostCounter(TorchDispatchMode):
             c.matmuls += 1
             c.matmul_flops += matmul_flops(name, args)
             c.matmul_bytes += moved
+            why = misalignment(name, args)
+            if why:
+                c.misaligned[why] += 1
         else:
             c.other_bytes += moved
         return out
@@ -177,6 +214,7 @@ def cost_table(
                 "matmul_floor_ms": round(floors["matmul_ms"], 4),
                 "traffic_floor_ms": round(floors["traffic_ms"], 4),
                 "top_ops": dict(cost.by_op.most_common(12)),
+                "misaligned_matmuls": dict(cost.misaligned.most_common()),
             }
             act = act_cost(learner, setup.num_envs)  # the runner's per-iteration act
             row["act_aten_ops"] = act.ops
@@ -190,6 +228,8 @@ def cost_table(
                 flush=True,
             )
             print(f"  act ({setup.num_envs} envs): {act.ops} aten ops {row['act_top_ops']}")
+            for why, launches in cost.misaligned.most_common():
+                print(f"  misaligned matmul, {launches} per cycle: {why}")
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         report = {"argv": sys.argv, "tflops": tflops, "bandwidth_tb_s": bandwidth}

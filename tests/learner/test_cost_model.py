@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import tiny_learner
 
-from flashsac_bench.bench.cost_model import CostCounter, act_cost, cycle_cost
+from flashsac_bench.bench.cost_model import CostCounter, act_cost, cycle_cost, misalignment
 
 
 def test_counts_matmul_flops_and_bytes_by_hand() -> None:
@@ -47,3 +47,22 @@ def test_act_cost_counts_the_policy_and_leaves_the_state_alone() -> None:
     assert all(torch.equal(v, learner.state.tensors()[k]) for k, v in before.items())
     assert act.matmuls == 2 + 2 * learner.cfg.actor_num_blocks  # embed, blocks, head
     assert act.by_op["bitwise_xor"] > 0  # the exploration noise's hash
+
+
+def test_names_the_matmuls_off_16_byte_alignment_by_hand() -> None:
+    flat = torch.zeros(4 + 16 * 8 + 16 * 8, dtype=torch.bfloat16)  # bf16: 8 elements = 16 B
+    x = torch.ones(4, 16, dtype=torch.bfloat16)
+    aligned_w = flat[:128].view(16, 8)  # offset 0
+    shifted_w = flat[4:132].view(16, 8)  # offset 4 elements = 8 bytes
+    assert misalignment("mm", (x, aligned_w)) is None
+    assert misalignment("mm", (x, shifted_w)) == "mm [4x16]@[16x8] bfloat16: B address +8 B"
+    odd = torch.ones(16, 12, dtype=torch.bfloat16)  # N = 12: not a multiple of 8 elements
+    assert misalignment("addmm", (torch.ones(12, dtype=torch.bfloat16), x, odd)) == (
+        "addmm [4x16]@[16x12] bfloat16: N=12, B stride (12, 1)"
+    )
+    assert misalignment("mm", (torch.ones(4, 16), torch.ones(16, 4))) is None  # fp32: 4 = 16 B
+    with CostCounter() as counter:
+        x @ shifted_w
+        x @ shifted_w
+        x @ aligned_w
+    assert dict(counter.cost.misaligned) == {"mm [4x16]@[16x8] bfloat16: B address +8 B": 2}
