@@ -142,7 +142,10 @@ def test_startup_error_is_one_clear_line_and_leaves_nothing() -> None:
 
 _PARENT = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
+    # Ctrl-C as a terminal's python has it, also where the harness started us with SIGINT
+    # ignored (a background job of a non-interactive shell inherits SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {here!r})
     from shard_fakes import FakeShardedEnv
     env = FakeShardedEnv(6, seed=0, workers=3)
