@@ -12,6 +12,8 @@
 # the timed runs find Inductor's cache warm (the compiled steps depend on the replay ring's size,
 # i.e. on num_envs). EVAL=1 evaluates each run's final policy right after it, EVAL=end all of
 # them at once after the last run (EVAL_ARGS: extra options, EVAL_TIMEOUT: the limit in s).
+# PROBE=N times MuJoCo alone at N envs in 15 worker processes, before the first run and after
+# the last (~30 s each): machine starts differ in CPU speed, and this says by how much.
 source scripts/device/setup.sh
 source scripts/device/lib.sh
 DEADLINE=${1:-570}; PLAN=${2:-"8:1:170"}; shift 2 || true
@@ -28,6 +30,13 @@ evaluate() {  # evaluate RUN_DIR NAME
     episodes=16 num_envs=16 ${EVAL_ARGS:-} > $W/logs/$2_eval.log 2>&1
   echo "   $2 eval rc=$?"; tail -n 3 $W/logs/$2_eval.log
 }
+probe() {  # probe LABEL: env-steps/s of the bare env and its physics ceiling at $PROBE envs
+  [ -n "${PROBE:-}" ] || return 0
+  timeout 90 python3 scripts/bench_env.py --num-envs $PROBE --workers 15 --ceiling --steps 200 \
+    --repeats 3 --deadline 45 > $W/logs/probe_$1.log 2>&1
+  echo "== env probe ($1, at ${SECONDS}s):"; tail -n 3 $W/logs/probe_$1.log
+}
+probe start
 for envs in ${WARMUP:-}; do
   train $W/warm_e$envs $W/logs/warm_e$envs.log 120 run.num_envs=$envs run.iterations=1 \
     run.checkpoint_every=0
@@ -60,6 +69,7 @@ if [ "$EVAL" = end ] && [ ${#RUNS[@]} -gt 0 ]; then  # all at once: 16 envs each
   for RUN in "${RUNS[@]}"; do evaluate $RUN "$(basename $RUN)" & done; wait
   echo "== evaluations done at ${SECONDS}s"
 fi
+probe end
 [ ${#RUNS[@]} -gt 0 ] && timeout 60 python3 scripts/walk_utd.py "${RUNS[@]}" --out $W/table \
   > $W/logs/table.log 2>&1 && cat $W/table/walk_utd.md
 find $W -name "*.pt" -path "*checkpoints*" -delete
