@@ -14,15 +14,11 @@
 #   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/learner_levers.sh [deadline_s]
 source scripts/device/setup.sh
 source scripts/device/lib.sh
-exec > >(tee -a "$OUT/levers.log") 2>&1
-DEADLINE=${1:-560}
-W=/tmp/levers; mkdir -p $W/logs $W/warm $W/rows
-export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
+learner_suite levers ${1:-560}
 OLD=compile_rng=false,projection_gather=false  # the defaults before cf03d86
 JS=joint_critic_forward=true,shared_input_stats=true
 LEVERS="base;$OLD;compile_rng=false;projection_gather=false;functional_steps=false"
 LEVERS="$LEVERS;joint_critic_forward=true;shared_input_stats=true;$JS;$JS,functional_steps=false"
-BENCH="python3 scripts/bench_learner.py --device cuda --dtype bfloat16"
 WARM_LIMIT=230
 # ---- A. compile everything + correctness (parallel) -----------------------------------------
 C256="--batch-sizes 256 --updates 8 --paths cudagraph"

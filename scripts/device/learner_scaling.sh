@@ -8,12 +8,8 @@
 #   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/learner_scaling.sh [deadline_s]
 source scripts/device/setup.sh
 source scripts/device/lib.sh
-exec > >(tee -a "$OUT/scaling.log") 2>&1
-DEADLINE=${1:-480}
-W=/tmp/scaling; mkdir -p $W/logs $W/warm $W/rows
-export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
+learner_suite scaling ${1:-480}
 OLD=compile_rng=false,projection_gather=false,functional_steps=true  # defaults before issue 13 part 3
-BENCH="python3 scripts/bench_learner.py --device cuda --dtype bfloat16"
 WARM_LIMIT=200
 # ---- A ----
 for b in 256 1024 2048 4096 8192; do

@@ -31,6 +31,14 @@ pack() {
 }
 
 # Phase helpers of the learner suites (W: work dir, BENCH: the bench command, DEADLINE set).
+learner_suite() {  # learner_suite NAME DEADLINE_S: what every learner suite starts with
+  exec > >(tee -a "$OUT/$1.log") 2>&1  # the whole output also in $OUT/NAME.log
+  DEADLINE=$2
+  W=/tmp/$1; mkdir -p $W/logs $W/warm $W/rows
+  # one Inductor / Triton cache for every job: phase A compiles into it, phase B reads it
+  export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
+  BENCH="python3 scripts/bench_learner.py --device cuda --dtype bfloat16"
+}
 PIDS=()
 bg() {  # bg NAME LIMIT_S CMD...: a job in the background, timings irrelevant (phase A)
   local name=$1 limit=$2; shift 2
