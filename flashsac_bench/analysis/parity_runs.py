@@ -96,7 +96,6 @@ def load_run(run_dir: Path) -> RunData:
             if 0 <= step < n and top:
                 arr[step] = value / top
         series[name] = arr
-    startup = s.get("startup") or {}
     return RunData(
         run_dir=run_dir,
         path=str(tc.get("path")),
@@ -106,10 +105,29 @@ def load_run(run_dir: Path) -> RunData:
         series=series,
         time_s=np.array([num(r.get("time_s")) for r in rows], dtype=np.float64),
         first_learning=s.get("first_learning_iteration"),
-        startup_s=float(sum(v for v in startup.values() if isinstance(v, int | float))),
+        startup_s=_setup_s(s),
         summary=s,
         status=state["status"],
         last_checkpoint=state["last_checkpoint"],
+    )
+
+
+def _setup_s(summary: dict[str, Any]) -> float:
+    """Seconds from the runner's start to the first iteration (a resumed run: its segment's).
+
+    Summaries since setup_s was recorded have it measured; older ones add the timed startup
+    parts, which miss the short steps between them. cold_start_s already includes
+    device_steps_capture_s, which is therefore not added a second time."""
+    measured = summary.get("setup_s")
+    if isinstance(measured, int | float):
+        return float(measured)
+    startup = summary.get("startup") or {}
+    return float(
+        sum(
+            v
+            for k, v in startup.items()
+            if isinstance(v, int | float) and k != "device_steps_capture_s"
+        )
     )
 
 

@@ -158,8 +158,15 @@ class G1WalkFlat:
         self._shards: InlineShards | ProcessShards
         if self.plan.mode == "processes":
             factory = G1ShardFactory(task_cfg, self.seed, 1)
+            # Not waiting for the workers: they start while the caller goes on (the runner builds
+            # and compiles the learner meanwhile); the first method called waits for them.
             self._shards = ProcessShards(
-                factory, spec, num_envs, self.plan.workers, backend_cfg.worker_timeout_s
+                factory,
+                spec,
+                num_envs,
+                self.plan.workers,
+                backend_cfg.worker_timeout_s,
+                wait_for_start=False,
             )
         else:
             factory = G1ShardFactory(task_cfg, self.seed, self.plan.threads)
@@ -174,7 +181,7 @@ class G1WalkFlat:
         self._mean_episode_length = 0.0
         self._length_window = max(1, int(cur.window * num_envs / 4096))
         self._metrics = _MetricSums()
-        self.reset()
+        self._shards.post("reset")  # the arrays hold the first observations once it is read
 
     # -- public API ---------------------------------------------------------------------------
 

@@ -174,6 +174,12 @@ class InlineShards:
         (only,) = args
         return [getattr(self.shard, method)(*only)]
 
+    def post(self, method: str, *args: Any) -> None:
+        self.call(method, *args)  # nothing runs beside this process: done now
+
+    def settle(self) -> None:
+        pass
+
     def close(self) -> None:
         if self.shard is not None:
             self.shard.close()
@@ -211,12 +217,21 @@ class ProcessShards:
         workers: int,
         timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
         start_timeout_s: float = START_TIMEOUT_S,
+        wait_for_start: bool = True,
     ) -> None:
+        """wait_for_start=False returns once the workers are spawned: they import and build
+        their shards while the caller does other work (the runner builds and compiles the
+        learner meanwhile); the next command waits for them, and a worker that failed to start
+        fails that command with the same one-line error."""
         self.num_envs = num_envs
         self.ranges = split_ranges(num_envs, workers)
         self.timeout_s = timeout_s
         self._workers: list[_Worker] = []
         self._closed = False
+        # Commands sent whose replies are still unread, oldest first, with their timeouts (the
+        # start's counts from the spawn; a posted command's from when its replies are awaited).
+        # Every worker answers in order, so they are read in order before the next command.
+        self._unread: list[tuple[str, float, float | None]] = []
         self._name = name = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         self._pids: list[int] = []
         self._shm: _SharedBlock | None = _SharedBlock(
@@ -251,7 +266,9 @@ class ProcessShards:
                 child_end.close()
                 self._workers.append(_Worker(k, lo, hi, proc, parent_end))
                 self._pids.append(int(proc.pid))
-            self._gather(self._workers, "start", start_timeout_s)
+            self._unread.append(("start", start_timeout_s, time.monotonic() + start_timeout_s))
+            if wait_for_start:
+                self.settle()
         except BaseException:
             self.close()
             raise
@@ -277,20 +294,45 @@ class ProcessShards:
         return self.call_each(method, [args] * len(self._workers))
 
     def call_each(self, method: str, args: Sequence[tuple[Any, ...]]) -> list[Any]:
+        self.settle()
+        self._send(method, args)
+        return self._gather(self._workers, method, self._timeout(method))
+
+    def post(self, method: str, *args: Any) -> None:
+        """`method(*args)` on every shard without waiting: its replies (results dropped, errors
+        raised) are read before the next command, or by `settle`."""
         if self._closed:
             raise EnvWorkerError("the env workers are closed")
-        timeout = self.timeout_s if method == "step" else max(self.timeout_s, STATE_TIMEOUT_S)
+        self._send(method, [args] * len(self._workers))
+        self._unread.append((method, self._timeout(method), None))
+
+    def settle(self) -> None:
+        """Wait for every reply still unread (the workers' start, posted commands)."""
+        if self._closed:
+            raise EnvWorkerError("the env workers are closed")
+        while self._unread:
+            what, timeout_s, deadline = self._unread.pop(0)
+            self._gather(self._workers, what, timeout_s, deadline)
+
+    def _timeout(self, method: str) -> float:
+        return self.timeout_s if method == "step" else max(self.timeout_s, STATE_TIMEOUT_S)
+
+    def _send(self, method: str, args: Sequence[tuple[Any, ...]]) -> None:
         for w, a in zip(self._workers, args, strict=True):
             try:
                 w.conn.send((method, a))
             except (BrokenPipeError, ConnectionResetError, EOFError):
+                # A reply still unread (a start error, say) tells why the worker is gone.
+                self.settle()
                 self._fail(w, f"{w.name} is gone ({self._exit_text(w)}) before {method!r}")
-        return self._gather(self._workers, method, timeout)
 
-    def _gather(self, workers: list[_Worker], what: str, timeout_s: float) -> list[Any]:
+    def _gather(
+        self, workers: list[_Worker], what: str, timeout_s: float, deadline: float | None = None
+    ) -> list[Any]:
         results: dict[int, Any] = {}
         waiting = {w.conn: w for w in workers}
-        deadline = time.monotonic() + timeout_s
+        if deadline is None:
+            deadline = time.monotonic() + timeout_s
         while waiting:
             left = deadline - time.monotonic()
             ready = mpc.wait(list(waiting), timeout=max(left, 0.0)) if left > 0 else []

@@ -131,6 +131,9 @@ class Runner:
             torch.set_num_threads(c.hardware.torch_threads)
         cuda = self.device.type == "cuda"
 
+        # An env may return while its workers still start (the G1 env does): they build their
+        # shards while this process builds and compiles the learner; env_ready_s is the wait
+        # that is left at the first reset.
         t = time.perf_counter()
         env = build_env(self.env_factory, c.task, c.backend, c.run.num_envs, c.run.seed)
         closing.callback(self._close_env, env)
@@ -141,6 +144,10 @@ class Runner:
             warn_oversubscription(tc["env_workers"] or tc["env_threads"])
         dims = Dims(env.obs_dim, env.critic_obs_dim, env.action_dim)
 
+        if cuda:  # the CUDA context on its own line of startup (the learner build used to hide it)
+            t = time.perf_counter()
+            torch.empty(1, device=self.device)
+            startup["cuda_init_s"] = time.perf_counter() - t
         t = time.perf_counter()
         learner = FlashSACLearner(
             c.learner,
@@ -168,7 +175,9 @@ class Runner:
         tc["executor"] = training_config.executor_name(learner)
 
         staging = Staging(learner.ring.layout, c.run.num_envs, pin=cuda)
+        t = time.perf_counter()
         obs, critic_obs = env.reset()
+        startup["env_ready_s"] = time.perf_counter() - t
         staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
         self._restore(learner, env, staging)
         # Act and store: captured as CUDA graphs now, so that this too is cold start.
@@ -215,6 +224,9 @@ class Runner:
         st.status = "running"
         rec.write_summary()
         rec.loop_t0 = time.perf_counter()
+        # Wall seconds from the runner's start to its first iteration: what "since start"
+        # adds to the loop's time_s (the startup parts above leave out the small steps between).
+        rec.setup_s = rec.loop_t0 - self._run_t0
         for k in range(st.start_iteration, iterations):
             if signals.requested or st.stopped_by:  # st.stopped_by: run.stop_at_walk
                 break

@@ -90,6 +90,7 @@ class Records:
         self.pending: dict[str, Any] | None = None  # waits for its learner time and losses
         self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_scalars
         self.loop_t0: float | None = None
+        self.setup_s: float | None = None  # runner start -> first iteration (this segment)
         # Loop seconds of the segments before a resume: rows' time_s runs on across resumes,
         # so a walk trained in several segments reads its time to the thresholds off one clock.
         self.time_offset_s = 0.0
@@ -261,6 +262,7 @@ class Records:
             "git": info.git,
             "cold_start_s": info.startup.get("cold_start_s"),
             "startup": info.startup,
+            "setup_s": self.setup_s,
             "training_config": info.training_config,
             "iterations_planned": c.run.iterations,
             "iterations_done": st.done_iterations,

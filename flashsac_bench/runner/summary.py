@@ -55,6 +55,11 @@ TIMING_SEMANTICS = {
         "host time after the join and the store: the iteration's row, episode statistics, "
         "progress and logging (the window's TensorBoard write included); on the serial path"
     ),
+    "setup_s": (
+        "host wall time from the runner's start to its first iteration: env build (its workers "
+        "keep starting during the learner's build), learner build, compile and capture, "
+        "restore; startup holds the timed parts"
+    ),
     "rows": (
         "learning iterations only (warmup iterations with random actions and no update are "
         "in rows_all with learning=false), then [skip_first:][-summary_last:]"

@@ -57,6 +57,7 @@ for item in $PLAN; do
 import json, sys
 s = json.load(open(sys.argv[1]))
 print(" ", s.get("stopped_by"), "| iterations", s.get("iterations_done"),
+      "| setup", round(s.get("setup_s") or 0.0, 1),
       "| startup", {k: round(v, 1) for k, v in (s.get("startup") or {}).items()
                     if isinstance(v, float)})
 PY

@@ -140,6 +140,44 @@ def test_startup_error_is_one_clear_line_and_leaves_nothing() -> None:
     assert set(SHM_DIR.glob("flashsac_*")) == before
 
 
+def test_a_start_not_waited_for_fails_the_first_command_the_same_way() -> None:
+    # wait_for_start=False (the G1 env's choice) returns while the workers start; the first
+    # command waits for them, and a failed start is the same one line, with nothing left
+    env = FakeShardedEnv(6, seed=0, workers=3, faults=Faults(fail_start=1), wait_for_start=False)
+    pids, shm = env.shards.pids, env.shards.shm_name
+    env.shards.post("reset")  # queued behind the start replies
+    with pytest.raises(EnvWorkerError) as info:
+        env.step(_actions(env))
+    message = str(info.value)
+    assert message.startswith("env worker 1 (envs 2-3, pid ")
+    assert message.endswith(
+        "failed to start: ValueError: fake shard 1 refuses to start (bad model file, say)"
+    )
+    _wait_gone(pids, shm)
+
+
+def test_posted_commands_are_read_in_order_and_closing_while_starting_frees_everything() -> None:
+    waited = FakeShardedEnv(5, seed=2, workers=2)
+    posted = FakeShardedEnv(5, seed=2, workers=2, wait_for_start=False)
+    try:
+        waited.reset()
+        posted.shards.post("reset")  # replies unread until the next command
+        for k in range(3):
+            a = _actions(waited, k)
+            np.testing.assert_array_equal(waited.step(a).obs, posted.step(a).obs)
+        assert posted.shards._unread == []
+    finally:
+        waited.shards.close()
+        posted.shards.close()
+    # closed before any command: the workers may still be importing
+    early = FakeShardedEnv(4, seed=0, workers=2, wait_for_start=False)
+    pids, shm = early.shards.pids, early.shards.shm_name
+    early.shards.close()
+    _wait_gone(pids, shm)
+    with pytest.raises(EnvWorkerError, match="closed"):
+        early.shards.post("reset")
+
+
 _PARENT = textwrap.dedent(
     """
     import signal, sys, time

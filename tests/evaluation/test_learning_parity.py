@@ -211,3 +211,20 @@ def test_lockstep_divergence_by_hand():
     assert s1["warmup_identical"] and not s1["metrics"]["reward_mean"]["identical"]
     assert s2["identical"] and s2["max_rel"] == 0.0
     assert pair["max_rel"] == 0.5
+
+
+def test_setup_seconds_measured_or_the_timed_parts_once():
+    from flashsac_bench.analysis.parity_runs import _setup_s
+
+    startup = {
+        "env_build_s": 0.5,
+        "learner_build_s": 2.0,
+        "cold_start_s": 7.25,  # holds the 0.25 s device-steps capture below
+        "device_steps_capture_s": 0.25,
+        "env_ready_s": 0.25,
+    }
+    # an older summary: the parts, the capture counted once
+    assert _setup_s({"startup": startup}) == 10.0
+    # a summary with the measured wall time: that, not the parts
+    assert _setup_s({"startup": startup, "setup_s": 10.75}) == 10.75
+    assert _setup_s({}) == 0.0

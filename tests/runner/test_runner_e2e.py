@@ -21,6 +21,7 @@ TOP_KEYS = {
     "git",
     "cold_start_s",
     "startup",
+    "setup_s",
     "training_config",
     "iterations_planned",
     "iterations_done",
@@ -141,6 +142,13 @@ def test_training_config_command_and_environment(tiny_run):
     assert s["device"]["torch"] and s["device"]["device"] == "cpu"
     assert set(s["git"]) == {"commit", "branch", "dirty"}
     assert s["cold_start_s"] is not None and s["cold_start_s"] >= 0
+    # setup_s is the measured wall time to the first iteration: it holds every timed part
+    # (cold_start_s already holds device_steps_capture_s) and is not their sum by construction
+    st = s["startup"]
+    parts = ("env_build_s", "learner_build_s", "cold_start_s", "env_ready_s")
+    assert all(st[k] >= 0 for k in parts)
+    assert st["cold_start_s"] >= st["device_steps_capture_s"]
+    assert sum(st[k] for k in parts) <= s["setup_s"] < sum(st[k] for k in parts) + 5.0
     # replay fills up to its capacity (16 x 16 rows) and stays there
     assert [r["replay_rows"] for r in s["rows_all"]][-1] == 256
     assert (run_dir / "checkpoints" / "iter_0000030.pt").is_file()
