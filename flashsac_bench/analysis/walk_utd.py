@@ -57,21 +57,22 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _setting(r: dict[str, Any]) -> tuple[int, int]:
-    return r["updates_per_step"], r.get("num_envs", 0)
+def _setting(r: dict[str, Any]) -> tuple[int, int, str]:
+    return r["updates_per_step"], r.get("num_envs", 0), str(r.get("path") or "")
 
 
 def setting_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (updates_per_step, num_envs): seeds, how many walked, medians over the
-    walking seeds."""
+    """One row per (updates_per_step, num_envs, path): seeds, how many walked, medians over
+    the walking seeds."""
     rows = []
-    for ups, envs in sorted({_setting(r) for r in records}):
-        rs = [r for r in records if _setting(r) == (ups, envs)]
+    for ups, envs, path in sorted({_setting(r) for r in records}):
+        rs = [r for r in records if _setting(r) == (ups, envs, path)]
         hit = [r for r in rs if r.get("reached")]
         rows.append(
             {
                 "updates_per_step": ups,
                 "num_envs": envs,
+                "path": path,
                 "seeds": sorted(r["seed"] for r in rs),
                 "walked": len(hit),
                 "iterations_median": _median([r["iteration"] for r in hit]),
@@ -100,13 +101,14 @@ def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         f"Thresholds: mean episode length >= {WALK_EPISODE_LENGTH:g}, lin-vel tracking >= "
         f"{100 * WALK_TRACKING_FRAC:g}% of max. Medians over the seeds that walked.",
         "",
-        "| updates/iter (critic) | envs | seeds | walked | iterations | loop s | since start s "
-        "| iteration ms | learner ms | final tracking |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| updates/iter (critic) | envs | path | seeds | walked | iterations | loop s "
+        "| since start s | iteration ms | learner ms | final tracking |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r['updates_per_step']} | {r['num_envs']} | {','.join(map(str, r['seeds']))} "
+            f"| {r['updates_per_step']} | {r['num_envs']} | {r['path'] or '-'} "
+            f"| {','.join(map(str, r['seeds']))} "
             f"| {r['walked']} "
             f"| {f(r['iterations_median'], 0)} | {f(r['loop_s_median'])} "
             f"| {f(r['since_start_s_median'])} | {f(r['iter_ms_median'], 2)} "
@@ -139,15 +141,17 @@ def plot(records: list[dict[str, Any]], rows: list[dict[str, Any]], path: Path) 
         (axes[1], "since_start_s", "seconds to walk (since runner start)"),
     ):
         med = "iterations_median" if key == "iteration" else "since_start_s_median"
-        for envs in sorted({r["num_envs"] for r in rows}):
-            line = [r for r in rows if r["num_envs"] == envs and r[med] is not None]
+        for envs, path in sorted({(r["num_envs"], r["path"]) for r in rows}):
+            line = [
+                r for r in rows if (r["num_envs"], r["path"]) == (envs, path) and r[med] is not None
+            ]
             (drawn,) = ax.plot(
                 [r["updates_per_step"] for r in line],
                 [r[med] for r in line],
                 marker="o",
-                label=f"{envs} envs (median)",
+                label=f"{envs} envs{', ' + path if path else ''} (median)",
             )
-            hit = [r for r in records if r.get("reached") and r.get("num_envs", 0) == envs]
+            hit = [r for r in records if r.get("reached") and _setting(r)[1:] == (envs, path)]
             ax.scatter(
                 [r["updates_per_step"] for r in hit],
                 [r[key] for r in hit],
@@ -158,7 +162,7 @@ def plot(records: list[dict[str, Any]], rows: list[dict[str, Any]], path: Path) 
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
-    fig.suptitle("G1 walk (g1_walk_h200, cudagraph): update-to-data sweep")
+    fig.suptitle("G1 walk: iterations and seconds to the thresholds per update-to-data ratio")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

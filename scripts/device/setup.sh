@@ -15,8 +15,10 @@ export PYTHONUNBUFFERED=1
 # cache, so every process compiled torch's sources anew: importing torch + Dynamo + Inductor took
 # 15-18 s there against 6 s with a cache (2026-12-04, docs/benchmarks.md), inflating each run's
 # setup by seconds a normal pip install does not pay. Cache the bytecode in /tmp instead.
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=/tmp/pycache
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
+  unset PYTHONDONTWRITEBYTECODE
+  export PYTHONPYCACHEPREFIX=/tmp/pycache
+fi
 export OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"

@@ -12,12 +12,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _rec(
-    ups: int, seed: int, iteration: int | None, since: float | None = None, envs: int = 1024
+    ups: int,
+    seed: int,
+    iteration: int | None,
+    since: float | None = None,
+    envs: int = 1024,
+    path: str = "cudagraph",
 ) -> dict:
     r = {
         "run": f"u{ups}_e{envs}_s{seed}",
         "updates_per_step": ups,
         "num_envs": envs,
+        "path": path,
         "seed": seed,
         "reached": iteration is not None,
         "setup_s": 17.0,
@@ -46,7 +52,7 @@ def test_setting_table_takes_medians_over_the_seeds_that_walked():
     assert rows[24]["since_start_s_median"] == 75.4
     assert rows[24]["since_start_s"] == {1: 62.6, 2: 75.4, 3: 88.2}
     md = markdown(list(rows.values()), records)
-    assert "| 24 | 1024 | 1,2,3 | 3 | 1313 |" in md
+    assert "| 24 | 1024 | cudagraph | 1,2,3 | 3 | 1313 |" in md
     assert "| u8_e1024_s2 | - | - |" in md  # a seed that did not walk is listed, not dropped
 
 
@@ -61,6 +67,19 @@ def test_settings_differing_only_in_num_envs_are_separate_rows():
     assert [(r["updates_per_step"], r["num_envs"]) for r in rows] == [(16, 512), (16, 1024)]
     assert [r["walked"] for r in rows] == [1, 2]
     assert [r["since_start_s_median"] for r in rows] == [50.0, 77.5]
+
+
+def test_paths_of_one_setting_are_separate_rows():
+    records = [
+        _rec(8, 1, 2749, 150.0),
+        _rec(8, 1, 2769, 140.0, path="compile"),
+        _rec(8, 2, 2759, 145.0, path="compile"),
+    ]
+    rows = setting_table(records)
+    assert [(r["path"], r["seeds"], r["since_start_s_median"]) for r in rows] == [
+        ("compile", [1, 2], 142.5),
+        ("cudagraph", [1], 150.0),
+    ]
 
 
 def test_script_names_a_dir_without_a_summary(tmp_path):
