@@ -26,6 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tflops", type=float, default=788.0)
     ap.add_argument("--bandwidth", type=float, default=4.3)
     ap.add_argument("--tiny", action="store_true", help="small networks (fast smoke run)")
+    ap.add_argument(
+        "--aligned-layout",
+        action="store_true",
+        help="path.aligned_layout: every layout group starts on the --gemm-align boundary",
+    )
     ap.add_argument("--output", type=Path, default=None)
     args = ap.parse_args(argv)
     return cost_table(
@@ -37,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         args.bandwidth,
         args.tiny,
         args.output,
+        (("aligned_layout", True),) if args.aligned_layout else (),
     )
 
 

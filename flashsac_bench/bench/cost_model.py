@@ -183,6 +183,7 @@ def cost_table(
     bandwidth: float,
     tiny: bool = False,
     output: Path | None = None,
+    path_options: tuple[tuple[str, object], ...] = (),
 ) -> int:
     """scripts/cycle_cost.py: the cost and floors of one cycle (and of one act) per batch size
     and update ratio at `tflops` TFLOP/s and `bandwidth` TB/s; printed, and written to `output`."""
@@ -197,6 +198,7 @@ def cost_table(
                 dtype=dtype,
                 device="cpu",
                 gemm_align=gemm_align,
+                path_options=path_options,
             )
             learner = build_learner(setup, "eager")
             cost = cycle_cost(learner)
@@ -206,6 +208,7 @@ def cost_table(
                 "updates_per_step": u,
                 "dtype": dtype,
                 "gemm_align": gemm_align,
+                "path_options": dict(path_options),
                 "aten_ops": cost.ops,
                 "matmuls": cost.matmuls,
                 "matmul_gflop": round(cost.matmul_flops / 1e9, 3),

@@ -64,6 +64,15 @@ class PathConfig:
     # gated writes, instead of a concatenation of per-group pieces (learner.projection;
     # bit-identical). null: PROJECTION_GATHER_ON_CUDA on CUDA, off on the CPU.
     projection_gather: bool | None = None
+    # Start every group of the flat parameter layouts at a multiple of hardware.gemm_align
+    # elements, so that every low-precision weight view is 16-byte aligned (learner.layout;
+    # at gemm_align 8 the G1 actor's two block w2 weights are 8 bytes off without it, and
+    # their 32 matmuls per B=256 u8 cycle run on cuBLAS's align2 kernels). The same function:
+    # on the CPU the same bits for every named parameter (tests); on the GPU those matmuls
+    # change kernels (the point), so their summation order may change, as with gemm_align,
+    # and a resume keeps the checkpoint's setting. Evaluation and export re-lay a checkpoint
+    # of either layout by name. Off until measured on the GPU.
+    aligned_layout: bool = False
     # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)
 

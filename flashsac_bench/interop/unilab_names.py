@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from flashsac_bench.learner.layout import Layout
+from flashsac_bench.learner.layout import GAP_PREFIX, Layout
 
 UNILAB_RL_VERSION = "1.4.15"
 # UniLab hard-codes these (layers.py / network.py / torch.optim.Adam defaults).
@@ -123,7 +123,8 @@ def state_dict_names(fields: list[Field], actor: bool) -> list[str]:
 def _split(fields: list[Field], layout: Layout) -> list[Field]:
     """The fields of `layout`'s entries (params or buffers); every entry must have one."""
     mine = [f for f in fields if f.ours in layout.entries]
-    uncovered = set(layout.entries) - {f.ours for f in mine}
+    ours = {name for name in layout.entries if not name.startswith(GAP_PREFIX)}
+    uncovered = ours - {f.ours for f in mine}
     if uncovered:
         raise ConversionError(f"no UniLab counterpart for {sorted(uncovered)}")
     return mine
@@ -149,7 +150,7 @@ def flat_from_named(
     layout: Layout, fields: list[Field], named: Mapping[str, torch.Tensor]
 ) -> torch.Tensor:
     """Our flat fp32 vector for `layout` from upstream tensors (params, grads, Adam moments)."""
-    flat = torch.empty(layout.numel, dtype=torch.float32)
+    flat = torch.zeros(layout.numel, dtype=torch.float32)  # alignment gaps stay zero
     for f in _split(fields, layout):
         e = layout.entries[f.ours]
         missing = [n for n in f.theirs if n not in named]

@@ -15,6 +15,7 @@ from flashsac_bench.learner.cycle import CycleBuffers, plan_cycle, run_cycle
 from flashsac_bench.learner.distributional import target_entropy
 from flashsac_bench.learner.executors import CycleParts, make_executor
 from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
+from flashsac_bench.learner.layout import GAP_PREFIX
 from flashsac_bench.learner.networks import (
     NormConfig,
     actor_layouts,
@@ -47,6 +48,16 @@ from flashsac_bench.learner.updates import (
 )
 
 STATE_FORMAT = 1
+# The state's flat vectors laid out by a network's parameter layout (re-laid by _relayout).
+_PARAM_VECTORS = {
+    "actor.params": "actor",
+    "actor.adam.exp_avg": "actor",
+    "actor.adam.exp_avg_sq": "actor",
+    "critic.params": "critic",
+    "critic.adam.exp_avg": "critic",
+    "critic.adam.exp_avg_sq": "critic",
+    "target.params": "critic",
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,9 @@ class FlashSACLearner:
         self.batch_size = batch_size
         self.num_envs = num_envs
         self.path = path or PathConfig()
+        # path.aligned_layout: every param-layout group starts on the GEMM boundary (exact; a
+        # checkpoint of the other layout is re-laid by name on load)
+        self.layout_align = gemm_align if self.path.aligned_layout else 1
         self.ops = plan_cycle(update)
         self.n_critic = sum(op.kind == "critic" for op in self.ops)
         self.n_actor = sum(op.kind == "actor" for op in self.ops)
@@ -115,15 +129,8 @@ class FlashSACLearner:
     # ------------------------------------------------------------------ construction
     def _build(self, seed: int) -> tuple[UpdateStatics, LearnerState]:
         cfg, dims, dev = self.cfg, self.dims, self.device
-        actor_spec, actor_p, actor_b = actor_layouts(
-            dims.obs, dims.action, cfg.actor_hidden_dim, cfg.actor_num_blocks, cfg.expansion
-        )
-        critic_spec, critic_p, critic_b = critic_layouts(
-            dims.critic_obs + dims.action,
-            cfg.critic_hidden_dim,
-            cfg.critic_num_blocks,
-            cfg.expansion,
-            cfg.num_atoms,
+        (actor_spec, actor_p, actor_b), (critic_spec, critic_p, critic_b) = self._layouts(
+            self.layout_align
         )
         temp_layout = temperature_layout(cfg.temp_init)
         # Initialize on the CPU from a seeded generator: identical weights on every device.
@@ -354,6 +361,7 @@ class FlashSACLearner:
         return {
             "format": STATE_FORMAT,
             "dims": (self.dims.obs, self.dims.critic_obs, self.dims.action),
+            "layout_align": self.layout_align,
             "tensors": {k: v.detach().cpu().clone() for k, v in self.state.tensors().items()},
         }
 
@@ -363,12 +371,60 @@ class FlashSACLearner:
         dims = (self.dims.obs, self.dims.critic_obs, self.dims.action)
         if tuple(sd["dims"]) != dims:
             raise ValueError(f"checkpoint dims {tuple(sd['dims'])} != learner dims {dims}")
-        self.state.restore(sd["tensors"])
+        tensors = sd["tensors"]
+        saved_align = int(sd.get("layout_align", 1))  # states before the option: unaligned
+        if saved_align != self.layout_align:
+            tensors = self._relayout(tensors, saved_align)
+        self.state.restore(tensors)
+
+    def _layouts(self, align: int):
+        """((actor spec, param layout, buffer layout), (the critic's)) at group alignment
+        `align` (networks.actor_layouts / critic_layouts)."""
+        cfg, dims = self.cfg, self.dims
+        actor = actor_layouts(
+            dims.obs, dims.action, cfg.actor_hidden_dim, cfg.actor_num_blocks, cfg.expansion, align
+        )
+        critic = critic_layouts(
+            dims.critic_obs + dims.action,
+            cfg.critic_hidden_dim,
+            cfg.critic_num_blocks,
+            cfg.expansion,
+            cfg.num_atoms,
+            align,
+        )
+        return actor, critic
+
+    def _relayout(self, tensors: dict[str, torch.Tensor], saved_align: int) -> dict:
+        """A state written at another path.aligned_layout, its flat parameter vectors (and
+        their Adam moments and the target) re-laid by entry name into this learner's layout:
+        the same numbers per parameter, zero gaps."""
+        (_, saved_actor, _), (_, saved_critic, _) = self._layouts(saved_align)
+        st = self.statics
+        layouts = {
+            "actor": (saved_actor, st.actor_param_layout),
+            "critic": (saved_critic, st.critic_param_layout),
+        }
+        out = dict(tensors)
+        for key, net in _PARAM_VECTORS.items():
+            if key not in out:
+                continue  # state.restore names what is missing
+            saved, ours = layouts[net]
+            src = saved.views(out[key])
+            dst = torch.zeros(ours.numel, dtype=out[key].dtype)
+            for name, view in ours.views(dst).items():
+                if not name.startswith(GAP_PREFIX):
+                    view.copy_(src[name])
+            out[key] = dst
+        return out
 
     def num_parameters(self) -> dict[str, int]:
-        s = self.state
+        st = self.statics
+
+        def count(layout) -> int:  # alignment gaps are not parameters
+            return sum(e.numel for n, e in layout.entries.items() if not n.startswith(GAP_PREFIX))
+
         return {
-            "actor": s.actor_params.numel(),
-            "critic": s.critic_params.numel(),
-            "temperature": s.log_temp.numel(),
+            "actor": count(st.actor_param_layout),
+            "critic": count(st.critic_param_layout),
+            "temperature": self.state.log_temp.numel(),
         }

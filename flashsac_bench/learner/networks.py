@@ -92,7 +92,9 @@ def _trunk_layout(spec: NetSpec, params: Layout, buffers: Layout) -> None:
     params.add("rms", (*lead, h), RMS, ones_init)
 
 
-def actor_layouts(obs_dim: int, action_dim: int, hidden: int, blocks: int, expansion: int):
+def actor_layouts(
+    obs_dim: int, action_dim: int, hidden: int, blocks: int, expansion: int, group_align: int = 1
+):
     spec = NetSpec(obs_dim, hidden, blocks, expansion)
     params, buffers = Layout(), Layout()
     _trunk_layout(spec, params, buffers)
@@ -100,7 +102,7 @@ def actor_layouts(obs_dim: int, action_dim: int, hidden: int, blocks: int, expan
     # row-wise projection and orthogonal init per head are unchanged by stacking.
     params.add("head.w", (2 * action_dim, hidden), ROWS, _two_head_init(action_dim))
     params.add("head.b", (2 * action_dim,), FREE)
-    return spec, params.grouped(), buffers
+    return spec, params.grouped(group_align), buffers
 
 
 def _two_head_init(action_dim: int):
@@ -111,13 +113,15 @@ def _two_head_init(action_dim: int):
     return init
 
 
-def critic_layouts(in_dim: int, hidden: int, blocks: int, expansion: int, atoms: int):
+def critic_layouts(
+    in_dim: int, hidden: int, blocks: int, expansion: int, atoms: int, group_align: int = 1
+):
     spec = NetSpec(in_dim, hidden, blocks, expansion, members=2)
     params, buffers = Layout(), Layout()
     _trunk_layout(spec, params, buffers)
     params.add("head.w", (2, atoms, hidden), ROWS, orthogonal_init)
     params.add("head.b", (2, atoms), FREE)
-    return spec, params.grouped(), buffers
+    return spec, params.grouped(group_align), buffers
 
 
 def temperature_layout(initial: float) -> Layout:

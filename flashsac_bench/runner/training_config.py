@@ -51,6 +51,7 @@ def static(c: Config) -> dict[str, Any]:
                 "compile_rng",
                 "projection_gather",
                 "functional_steps",
+                "aligned_layout",
             ),
         ),
         **_named(

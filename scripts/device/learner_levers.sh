@@ -19,6 +19,7 @@ OLD=compile_rng=false,projection_gather=false  # the defaults before cf03d86
 JS=joint_critic_forward=true,shared_input_stats=true
 LEVERS="base;$OLD;compile_rng=false;projection_gather=false;functional_steps=false"
 LEVERS="$LEVERS;joint_critic_forward=true;shared_input_stats=true;$JS;$JS,functional_steps=false"
+LEVERS="$LEVERS;aligned_layout=true"  # built 2026-12-04 evening, not yet measured
 WARM_LIMIT=230
 # ---- A. compile everything + correctness (parallel) -----------------------------------------
 C256="--batch-sizes 256 --updates 8 --paths cudagraph"
@@ -29,6 +30,7 @@ warm g_fun $C256 --path-variants "functional_steps=false"
 warm g_joint $C256 --path-variants "joint_critic_forward=true"
 warm g_stats $C256 --path-variants "shared_input_stats=true"
 warm g_js $C256 --path-variants "$JS;$JS,functional_steps=false"
+warm g_align $C256 --path-variants "aligned_layout=true"
 warm c256 --batch-sizes 256 --updates 2 --paths compile --path-variants "base;$OLD" \
   --reference unilab-rl --reference-configs 256x2
 for b in 1024 2048 4096 8192; do

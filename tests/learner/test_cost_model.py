@@ -66,3 +66,26 @@ def test_names_the_matmuls_off_16_byte_alignment_by_hand() -> None:
         x @ shifted_w
         x @ aligned_w
     assert dict(counter.cost.misaligned) == {"mm [4x16]@[16x8] bfloat16: B address +8 B": 2}
+
+
+def test_aligned_layout_puts_every_g1_matmul_on_the_aligned_kernels() -> None:
+    """path.aligned_layout: the G1 actor's block w2 views (8 bytes off in the grouped layout)
+    start on 16-byte boundaries, and nothing else changes in the cycle's matmuls."""
+    from flashsac_bench.bench.synthetic import Setup, build_learner
+
+    def cost(options):
+        setup = Setup(
+            batch_size=16,
+            updates_per_step=2,
+            num_envs=16,
+            capacity_batches=2,
+            dtype="bfloat16",
+            gemm_align=8,
+            path_options=options,
+        )
+        return cycle_cost(build_learner(setup, "eager"))
+
+    plain, packed = cost(()), cost((("aligned_layout", True),))
+    assert plain.misaligned and all("B address +8 B" in why for why in plain.misaligned)
+    assert not packed.misaligned
+    assert (packed.matmuls, packed.matmul_flops) == (plain.matmuls, plain.matmul_flops)
