@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from flashsac_bench.learner.layout import GAP_PREFIX, Layout
+from flashsac_bench.learner.layout import Layout
 
 UNILAB_RL_VERSION = "1.4.15"
 # UniLab hard-codes these (layers.py / network.py / torch.optim.Adam defaults).
@@ -123,8 +123,7 @@ def state_dict_names(fields: list[Field], actor: bool) -> list[str]:
 def _split(fields: list[Field], layout: Layout) -> list[Field]:
     """The fields of `layout`'s entries (params or buffers); every entry must have one."""
     mine = [f for f in fields if f.ours in layout.entries]
-    ours = {name for name in layout.entries if not name.startswith(GAP_PREFIX)}
-    uncovered = ours - {f.ours for f in mine}
+    uncovered = set(layout.entries_without_gaps()) - {f.ours for f in mine}
     if uncovered:
         raise ConversionError(f"no UniLab counterpart for {sorted(uncovered)}")
     return mine

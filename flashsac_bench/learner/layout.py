@@ -80,19 +80,18 @@ class Layout:
         named `_gap<k>`, zero and never initialized: their gradient is zero, so Adam, the
         finite gate and Polyak leave them zero and every named entry gets the same numbers.
         """
-        order = sorted(
-            self.entries.values(),
-            key=lambda e: (e.kind == FREE, e.segment_length if e.kind != FREE else 0),
-        )
         out = Layout()
-        previous: tuple[str, int] | None = None
-        for e in order:
-            group = (e.kind == FREE, e.segment_length if e.kind != FREE else 0)
-            if align > 1 and group != previous and out.numel % align:
+        previous: tuple[bool, int] | None = None
+        for e in sorted(self.entries.values(), key=_group):
+            if align > 1 and _group(e) != previous and out.numel % align:
                 out.add(f"{GAP_PREFIX}{out.numel}", (align - out.numel % align,), FREE)
-            previous = group
+            previous = _group(e)
             out.add(e.name, e.shape, e.kind, e.init)
         return out
+
+    def entries_without_gaps(self) -> dict[str, Entry]:
+        """The entries a network has (what `grouped(align)` adds as gaps left out)."""
+        return {n: e for n, e in self.entries.items() if not n.startswith(GAP_PREFIX)}
 
     def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
         return {
@@ -107,6 +106,11 @@ class Layout:
                     view.zero_()
                 else:
                     init(view, generator)
+
+
+def _group(e: Entry) -> tuple[bool, int]:
+    """grouped()'s order: projected entries by segment length, then the FREE ones."""
+    return e.kind == FREE, e.segment_length if e.kind != FREE else 0
 
 
 def orthogonal_init(view: torch.Tensor, generator: torch.Generator) -> None:

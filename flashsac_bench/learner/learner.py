@@ -15,7 +15,6 @@ from flashsac_bench.learner.cycle import CycleBuffers, plan_cycle, run_cycle
 from flashsac_bench.learner.distributional import target_entropy
 from flashsac_bench.learner.executors import CycleParts, make_executor
 from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
-from flashsac_bench.learner.layout import GAP_PREFIX
 from flashsac_bench.learner.networks import (
     NormConfig,
     actor_layouts,
@@ -411,9 +410,9 @@ class FlashSACLearner:
             saved, ours = layouts[net]
             src = saved.views(out[key])
             dst = torch.zeros(ours.numel, dtype=out[key].dtype)
-            for name, view in ours.views(dst).items():
-                if not name.startswith(GAP_PREFIX):
-                    view.copy_(src[name])
+            views = ours.views(dst)
+            for name in ours.entries_without_gaps():
+                views[name].copy_(src[name])
             out[key] = dst
         return out
 
@@ -421,7 +420,7 @@ class FlashSACLearner:
         st = self.statics
 
         def count(layout) -> int:  # alignment gaps are not parameters
-            return sum(e.numel for n, e in layout.entries.items() if not n.startswith(GAP_PREFIX))
+            return sum(e.numel for e in layout.entries_without_gaps().values())
 
         return {
             "actor": count(st.actor_param_layout),
