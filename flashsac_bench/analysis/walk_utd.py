@@ -141,17 +141,19 @@ def plot(records: list[dict[str, Any]], rows: list[dict[str, Any]], path: Path) 
         (axes[1], "since_start_s", "seconds to walk (since runner start)"),
     ):
         med = "iterations_median" if key == "iteration" else "since_start_s_median"
-        for envs, path in sorted({(r["num_envs"], r["path"]) for r in rows}):
+        for envs, exec_path in sorted({(r["num_envs"], r["path"]) for r in rows}):
             line = [
-                r for r in rows if (r["num_envs"], r["path"]) == (envs, path) and r[med] is not None
+                r
+                for r in rows
+                if (r["num_envs"], r["path"]) == (envs, exec_path) and r[med] is not None
             ]
             (drawn,) = ax.plot(
                 [r["updates_per_step"] for r in line],
                 [r[med] for r in line],
                 marker="o",
-                label=f"{envs} envs{', ' + path if path else ''} (median)",
+                label=f"{envs} envs{', ' + exec_path if exec_path else ''} (median)",
             )
-            hit = [r for r in records if r.get("reached") and _setting(r)[1:] == (envs, path)]
+            hit = [r for r in records if r.get("reached") and _setting(r)[1:] == (envs, exec_path)]
             ax.scatter(
                 [r["updates_per_step"] for r in hit],
                 [r[key] for r in hit],

@@ -97,3 +97,16 @@ def test_script_names_a_dir_without_a_summary(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"walk_utd.py: {tmp_path} holds no summary.json"
     assert not (tmp_path / "o").exists()
+
+
+def test_plot_writes_the_named_file_and_nothing_else(tmp_path, monkeypatch):
+    # The path loop once shadowed the file argument: the figure went to ./cudagraph.png.
+    from flashsac_bench.analysis.walk_utd import plot
+
+    monkeypatch.chdir(tmp_path)
+    records = [_rec(8, 1, 2700, 100.0), _rec(8, 2, 2800, 104.0, path="compile")]
+    out = tmp_path / "figs" / "walk_utd.png"
+    out.parent.mkdir()
+    plot(records, setting_table(records), out)
+    assert out.stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.rglob("*.png")) == ["walk_utd.png"]
