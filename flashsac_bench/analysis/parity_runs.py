@@ -8,6 +8,7 @@ import argparse
 import json
 import logging
 import math
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,6 +164,7 @@ def run_grid(args: argparse.Namespace, out: Path) -> list[Path]:
 
     from flashsac_bench.config import register_configs, to_config
     from flashsac_bench.hydra_app import train
+    from flashsac_bench.runner.resume import earlier_outputs
 
     register_configs()
     dirs = []
@@ -182,6 +184,9 @@ def run_grid(args: argparse.Namespace, out: Path) -> list[Path]:
                 if not args.fresh and _reusable(run_dir, overrides):
                     log.info("reusing %s", run_dir)
                     continue
+                if earlier_outputs(run_dir):  # --fresh, incomplete, or other settings
+                    log.info("discarding the earlier run in %s", run_dir)
+                    shutil.rmtree(run_dir)
                 cfg = compose(config_name="config", overrides=overrides)
                 config = to_config(cfg)
                 log.info("run %s: %s", run_dir.name, " ".join(overrides))

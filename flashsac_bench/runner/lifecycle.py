@@ -15,7 +15,12 @@ from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.checkpoint import checkpoint_path, is_learner_only, save_checkpoint
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.records import Records, RunState
-from flashsac_bench.runner.resume import ResumePlan, plan_resume, resume_command
+from flashsac_bench.runner.resume import (
+    ResumePlan,
+    plan_resume,
+    resume_command,
+    set_aside_earlier_attempt,
+)
 from flashsac_bench.runner.summary import SUMMARY_NAME
 from flashsac_bench.runner.writes import DISK_FULL_ERRNOS, write_error
 
@@ -60,6 +65,12 @@ def plan_run_resume(records: Records) -> ResumePlan:
     if not plan.skip and plan.payload is not None:
         records.state.resumed_from = str(plan.path)
         records.info.startup["resume_load_s"] = time.perf_counter() - t
+    if aside := set_aside_earlier_attempt(plan, records.run_dir):
+        log.warning(
+            "run.resume=auto: the earlier attempt stopped before its first checkpoint; its "
+            "summary and TensorBoard files are now in %s",
+            aside,
+        )
     return plan
 
 

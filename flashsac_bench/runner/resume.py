@@ -75,6 +75,12 @@ class ResumeError(ConfigError):
     label = "cannot resume"
 
 
+class RunDirInUseError(ConfigError):
+    """A new run aimed at a dir that holds another run's outputs (raised before any work)."""
+
+    label = "run dir in use"
+
+
 @dataclass
 class ResumePlan:
     path: Path | None = None  # the checkpoint to continue from (None: start fresh)
@@ -82,6 +88,9 @@ class ResumePlan:
     iteration: int = 0
     skip: bool = False  # run.resume=auto on a complete run: nothing to do
     notes: list[str] = field(default_factory=list)  # warnings / info for the log
+    # run.resume=auto starting fresh over an attempt that stopped before its first checkpoint:
+    # that attempt's outputs, to be moved aside (set_aside_earlier_attempt) before this run writes
+    set_aside: list[Path] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- which checkpoint
@@ -221,12 +230,24 @@ def plan_resume(
 ) -> ResumePlan:
     """What run.resume asks for, checked: the plan, or ResumeError / CheckpointError."""
     spec = config.run.resume
+    run_dir = Path(run_dir)
     if not spec:
+        if found := earlier_outputs(run_dir):
+            raise RunDirInUseError(
+                f"{run_dir} holds an earlier run's outputs ({', '.join(found)}), which a new run "
+                "would mix with its own: continue that run with run.resume=auto, or give this one "
+                "another hydra.run.dir (or delete the old one)"
+            )
         return ResumePlan()
     auto = spec == AUTO
-    source = Path(run_dir) if auto else Path(spec).expanduser()
+    source = run_dir if auto else Path(spec).expanduser()
     if auto and not list_checkpoints(checkpoint_folder(source)):
-        return ResumePlan(notes=[f"run.resume=auto: no checkpoint in {source}, starting fresh"])
+        plan = ResumePlan(notes=[f"run.resume=auto: no checkpoint in {source}, starting fresh"])
+        if earlier_outputs(run_dir):
+            if note := _refuse_live_writer(run_dir):
+                plan.notes.append(note)
+            plan.set_aside = [p for p in (run_dir / n for n in EARLIER_ATTEMPT_FILES) if p.exists()]
+        return plan
     stale_note = _refuse_live_writer(source) if source.is_dir() else None
     plan = find_checkpoint(source, mmap=mmap)
     if stale_note:
@@ -240,6 +261,39 @@ def plan_resume(
         return plan
     check_compatible(plan, config, training_config)
     return plan
+
+
+# ---------------------------------------------------------------------------- earlier runs
+# What a run writes into its run dir besides checkpoints/ (Hydra's .hydra/ and log are Hydra's).
+EARLIER_ATTEMPT_FILES = ("summary.json", "heartbeat.json", "tb")
+
+
+def earlier_outputs(run_dir: Path) -> list[str]:
+    """What an earlier run left in run_dir that a new run's outputs would mix with: its summary,
+    its checkpoints, its TensorBoard event files (a new writer adds a file beside them)."""
+    found = []
+    if (run_dir / "summary.json").is_file():
+        found.append("summary.json")
+    if n := len(list_checkpoints(run_dir / "checkpoints")):
+        found.append(f"{n} checkpoint{'s' if n > 1 else ''}")
+    if any((run_dir / "tb").glob("events.out.tfevents.*")):
+        found.append("TensorBoard events in tb/")
+    return found
+
+
+def set_aside_earlier_attempt(plan: ResumePlan, run_dir: Path) -> Path | None:
+    """Move plan.set_aside into run_dir/earlier_attempt_<k>/ (nothing is deleted); the folder."""
+    if not plan.set_aside:
+        return None
+    k = 1
+    while (run_dir / f"earlier_attempt_{k}").exists():
+        k += 1
+    dest = run_dir / f"earlier_attempt_{k}"
+    dest.mkdir()
+    for p in plan.set_aside:
+        p.rename(dest / p.name)
+    plan.set_aside = []
+    return dest
 
 
 # ---------------------------------------------------------------------------- commands

@@ -12,7 +12,7 @@ source scripts/device/setup.sh
 source scripts/device/lib.sh
 DEADLINE=${1:-570}
 WALK_LIMIT=${2:-160}
-W=/tmp/work; mkdir -p $W/logs
+W=/tmp/work/$(date +%H%M%S); mkdir -p $W/logs
 egl_rendering
 
 lscpu | grep -E "^(CPU\(s\)|Thread|Core|Socket|Model name|NUMA node\(s\))"

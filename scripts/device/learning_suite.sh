@@ -7,7 +7,8 @@
 #      1000 iterations, eager / compile / cudagraph x seeds 1..SEEDS, one env worker process
 #      each; beside them the learner GPU tests and the bf16 numerics of the defaults;
 #   3. the parity analysis of those runs (scripts/learning_parity.py --analyze).
-# Keeps summaries, TensorBoard scalars and logs (no checkpoints) in $OUT/learning.tgz.
+# Keeps summaries, TensorBoard scalars and logs (no checkpoints) in $OUT/learning.tgz. Runs use
+# run.resume=auto: a later call on a still-warm machine continues or skips what an earlier one ran.
 #   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/learning_suite.sh [deadline_s] [walk_limit_s] [seeds]
 source scripts/device/setup.sh
 source scripts/device/lib.sh
@@ -19,6 +20,7 @@ export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
 # ---- 1. the compile walk, alone ---------------------------------------------------------------
 timeout $((WALK_LIMIT + 60)) python3 -m flashsac_bench +experiment=g1_walk_h200 path=compile \
   run.seed=1 run.stop_at_walk=true run.time_limit_s=$WALK_LIMIT hydra.run.dir=$W/walk_compile \
+  run.resume=auto \
   run.progress=plain > $W/logs/walk_compile.log 2>&1
 echo "== walk_compile rc=$? (at ${SECONDS}s)"
 grep -E "stopping|walk|cold" $W/logs/walk_compile.log | tail -n 3
@@ -26,7 +28,7 @@ grep -E "stopping|walk|cold" $W/logs/walk_compile.log | tail -n 3
 # ---- 2. parity runs + correctness, all at once ------------------------------------------------
 run() {  # run PATH SEED: one parity run in the background
   ( timeout -k 10 $(($(left) - 45)) python3 -m flashsac_bench +experiment=bench_h200 update=u2 \
-      path=$1 run.seed=$2 backend.workers=1 hydra.run.dir=$W/parity/${1}_s$2 \
+      path=$1 run.seed=$2 backend.workers=1 hydra.run.dir=$W/parity/${1}_s$2 run.resume=auto \
       run.progress=plain > $W/logs/parity_${1}_s$2.log 2>&1
     echo "== parity ${1}_s$2 rc=$? (at ${SECONDS}s)" ) &
   PIDS+=($!)

@@ -34,7 +34,7 @@ pack() {
 learner_suite() {  # learner_suite NAME DEADLINE_S: what every learner suite starts with
   exec > >(tee -a "$OUT/$1.log") 2>&1  # the whole output also in $OUT/NAME.log
   DEADLINE=$2
-  W=/tmp/$1; mkdir -p $W/logs $W/warm $W/rows
+  W=/tmp/$1/$(date +%H%M%S); mkdir -p $W/logs $W/warm $W/rows  # its own dir per call
   # one Inductor / Triton cache for every job: phase A compiles into it, phase B reads it
   export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
   BENCH="python3 scripts/bench_learner.py --device cuda --dtype bfloat16"

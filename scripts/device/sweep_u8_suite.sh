@@ -7,7 +7,7 @@
 source scripts/device/setup.sh
 source scripts/device/lib.sh
 DEADLINE=${1:-560}
-W=/tmp/work; mkdir -p $W/logs
+W=/tmp/work/$(date +%H%M%S); mkdir -p $W/logs
 echo "== 1. standalone learner (at ${SECONDS}s)"
 timeout 150 python3 scripts/bench_learner.py --device cuda --dtype bfloat16 --batch-sizes 256 \
   --updates 2,8 --paths eager,compile --output $OUT/learner_standalone.json \

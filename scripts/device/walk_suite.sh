@@ -10,7 +10,7 @@
 source scripts/device/setup.sh
 PLAN=${1:-"cudagraph:225"}; shift || true
 egl_rendering
-W=/tmp/work; mkdir -p $W/logs
+W=/tmp/work/$(date +%H%M%S); mkdir -p $W/logs
 RUNS=()
 for item in $PLAN; do
   path=${item%%:*}; limit=${item##*:}; RUN=$W/walk_$path; RUNS+=("$RUN")

@@ -19,7 +19,7 @@ source scripts/device/setup.sh
 source scripts/device/lib.sh
 DEADLINE=${1:-570}; PLAN=${2:-"8:1:170"}; shift 2 || true
 EXPERIMENT=${EXPERIMENT:-g1_walk_h200}; EVAL=${EVAL:-0}
-W=/tmp/work; mkdir -p $W/logs $W/utd
+W=/tmp/work/$(date +%H%M%S); mkdir -p $W/logs $W/utd
 egl_rendering
 train() {  # train RUN_DIR LOG LIMIT_S OVERRIDES...
   local run=$1 logf=$2 limit=$3; shift 3
