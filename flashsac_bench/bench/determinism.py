@@ -1,0 +1,104 @@
+"""Run-to-run determinism of the update cycle (scripts/validate_determinism.py).
+
+Two runs of one seed on the GPU differed from their first update (2026-12-04, B=2048 u16,
+docs/benchmarks.md), while paths compared in lockstep inside one process agree. This says at
+which level the bits stop repeating: the same learner replaying its cycles from a restored
+state (kernel nondeterminism, e.g. atomics); a second learner built in the same process (build
+or compile choices); another process (compare the written fingerprints with --compare).
+Each fingerprint is a SHA-256 of every state tensor's bytes after each cycle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+
+from flashsac_bench.bench.synthetic import Setup, build_learner
+from flashsac_bench.learner.learner import FlashSACLearner
+
+
+def state_digest(learner: FlashSACLearner) -> str:
+    """SHA-256 over every state tensor's name, shape, dtype and bytes (one sync)."""
+    h = hashlib.sha256()
+    for name, t in sorted(learner.state.tensors().items()):
+        data = t.detach().contiguous().cpu()
+        h.update(f"{name}|{tuple(data.shape)}|{data.dtype}|".encode())
+        h.update(data.flatten().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _cycles(learner: FlashSACLearner, start: dict[str, torch.Tensor], cycles: int) -> list[str]:
+    learner.state.restore(start)
+    out = [state_digest(learner)]
+    for _ in range(cycles):
+        learner.update()
+        out.append(state_digest(learner))
+    return out
+
+
+def fingerprints(setup: Setup, path: str, cycles: int) -> dict:
+    """Digests of the initial state and after each of `cycles` cycles: a learner's first pass,
+    its replay from the restored initial state, and a second learner's pass."""
+    first = build_learner(setup, path)
+    start = first.state.snapshot()  # before warmup: compile / capture must not move it
+    first.warmup()
+    a = _cycles(first, start, cycles)
+    again = _cycles(first, start, cycles)
+    del first
+    second = build_learner(setup, path)
+    own_start = second.state.snapshot()  # its own build: index 0 compares the initial states
+    second.warmup()
+    b = _cycles(second, own_start, cycles)
+    return {"path": path, "first": a, "replayed": again, "second_learner": b}
+
+
+def first_mismatch(x: list[str], y: list[str]) -> int | None:
+    """The first index (0: initial state, k: after cycle k) where two digest lists differ."""
+    for i, (p, q) in enumerate(zip(x, y, strict=True)):
+        if p != q:
+            return i
+    return None
+
+
+def verdicts(run: dict, other: dict | None = None) -> dict[str, int | None]:
+    """'replayed' / 'second_learner' (/ 'other_process'): first differing index, None: same."""
+    out = {
+        "replayed": first_mismatch(run["first"], run["replayed"]),
+        "second_learner": first_mismatch(run["first"], run["second_learner"]),
+    }
+    if other is not None:
+        out["other_process"] = first_mismatch(run["first"], other["first"])
+    return out
+
+
+def validate(
+    setup: Setup, paths: list[str], cycles: int, output: Path | None, compare: Path | None
+) -> int:
+    earlier = {}
+    if compare is not None:
+        earlier = {r["path"]: r for r in json.loads(compare.read_text())["runs"]}
+    runs, all_same = [], True
+    print(
+        f"{'path':>10} {'replayed':>10} {'2nd learner':>12} {'other process':>14}"
+        "   (first differing cycle; '-' = identical; 0 = the initial state)"
+    )
+    for path in paths:
+        run = fingerprints(setup, path, cycles)
+        v = verdicts(run, earlier.get(path))
+        run["verdicts"] = v
+        runs.append(run)
+        all_same &= all(x is None for x in v.values())
+        cell = {k: "-" if x is None else str(x) for k, x in v.items()}
+        print(
+            f"{path:>10} {cell['replayed']:>10} {cell['second_learner']:>12} "
+            f"{cell.get('other_process', 'n/a'):>14}"
+        )
+    if output is not None:
+        report = {"setup": repr(setup), "cycles": cycles, "runs": runs, "identical": all_same}
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(report, indent=1) + "\n")
+    print("DETERMINISTIC" if all_same else "NOT DETERMINISTIC")
+    return 0 if all_same else 1
