@@ -11,6 +11,7 @@ skip it when it is complete, else start fresh: how an interrupted sweep is resum
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -242,6 +243,8 @@ def plan_resume(
     auto = spec == AUTO
     source = run_dir if auto else Path(spec).expanduser()
     if auto and not list_checkpoints(checkpoint_folder(source)):
+        if done := _complete_without_checkpoints(run_dir, config):
+            return ResumePlan(skip=True, notes=[done])
         plan = ResumePlan(notes=[f"run.resume=auto: no checkpoint in {source}, starting fresh"])
         if earlier_outputs(run_dir):
             if note := _refuse_live_writer(run_dir):
@@ -279,6 +282,28 @@ def earlier_outputs(run_dir: Path) -> list[str]:
     if any((run_dir / "tb").glob("events.out.tfevents.*")):
         found.append("TensorBoard events in tb/")
     return found
+
+
+def _complete_without_checkpoints(run_dir: Path, config: Config) -> str | None:
+    """run.resume=auto on a run that ended as this config asks, whose checkpoints were deleted
+    afterwards (they hold the whole replay ring): the note that it is skipped, else None."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict) or summary.get("complete") is not True:
+        return None
+    if config_differences(summary.get("config") or {}, config):
+        return None
+    done = summary.get("iterations_done")
+    if not isinstance(done, int) or (
+        done < config.run.iterations and not summary.get("stopped_by")
+    ):
+        return None
+    return (
+        f"run.resume=auto: {run_dir} is complete ({done} iterations; its checkpoints are gone), "
+        "nothing to do"
+    )
 
 
 def set_aside_earlier_attempt(plan: ResumePlan, run_dir: Path) -> Path | None:

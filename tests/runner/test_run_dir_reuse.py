@@ -6,6 +6,7 @@ one, and readers merge both)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -49,6 +50,9 @@ def test_auto_sets_an_attempt_without_checkpoint_aside(tmp_path):
     train(tiny_config(iterations=6, tensorboard=True), run_dir=tmp_path, env_factory=make_env)
     for ckpt in (tmp_path / "checkpoints").iterdir():
         ckpt.unlink()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary.update(complete=False, status="failed", iterations_done=3)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
     old_summary = (tmp_path / "summary.json").read_text()
     old_events = _events(tmp_path)
     train(
@@ -81,3 +85,28 @@ def test_the_cli_names_the_dir_in_one_line(tmp_path):
     want = f"flashsac_bench: run dir in use: {tmp_path} holds an earlier run's outputs"
     assert last.startswith(want)
     assert not (tmp_path / "checkpoints").exists()
+
+
+def test_auto_skips_a_complete_run_whose_checkpoints_were_deleted(tmp_path):
+    cfg = tiny_config(iterations=6, tensorboard=True)
+    train(cfg, run_dir=tmp_path, env_factory=make_env)
+    for ckpt in (tmp_path / "checkpoints").iterdir():
+        ckpt.unlink()  # as the device scripts do: they hold the whole replay ring
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    auto = tiny_config(iterations=6, tensorboard=True, resume="auto")
+    train(auto, run_dir=tmp_path, env_factory=make_env)
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert not list(tmp_path.glob("earlier_attempt_*"))
+
+
+@pytest.mark.parametrize("change", ["more_iterations", "other_seed"])
+def test_auto_reruns_it_when_the_config_asks_for_something_else(tmp_path, change):
+    train(tiny_config(iterations=6, tensorboard=True), run_dir=tmp_path, env_factory=make_env)
+    for ckpt in (tmp_path / "checkpoints").iterdir():
+        ckpt.unlink()
+    kw = {"iterations": 8} if change == "more_iterations" else {"iterations": 6, "seed": 2}
+    train(
+        tiny_config(tensorboard=True, resume="auto", **kw), run_dir=tmp_path, env_factory=make_env
+    )
+    assert (tmp_path / "earlier_attempt_1" / "summary.json").is_file()
+    assert read_summary(tmp_path)["iterations_done"] == kw["iterations"]
