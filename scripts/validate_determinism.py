@@ -14,36 +14,21 @@ import argparse
 from pathlib import Path
 
 from flashsac_bench.bench.determinism import validate
-from flashsac_bench.bench.synthetic import Setup, parse_options
+from flashsac_bench.bench.synthetic import add_setup_arguments, setup_from_args
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    add_setup_arguments(ap)
     ap.add_argument("--paths", default="eager")
     ap.add_argument("--updates", type=int, default=2, help="updates_per_step (pf 2)")
     ap.add_argument("--cycles", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--num-envs", type=int, default=256)
-    ap.add_argument("--tiny", action="store_true", help="small networks (fast CPU compile)")
-    ap.add_argument(
-        "--path-options", default="", help="PathConfig fields, e.g. aligned_layout=true"
-    )
     ap.add_argument("--output", type=Path, default=None, help="JSON fingerprints to write")
     ap.add_argument("--compare", type=Path, default=None, help="fingerprints of another process")
     args = ap.parse_args(argv)
     if args.compare is not None and not args.compare.is_file():
         ap.error(f"--compare {args.compare}: no such file")
-    setup = Setup(
-        batch_size=args.batch_size,
-        updates_per_step=args.updates,
-        num_envs=args.num_envs,
-        tiny=args.tiny,
-        dtype=args.dtype,
-        device=args.device,
-        path_options=parse_options(args.path_options),
-    )
+    setup = setup_from_args(args, args.updates)
     return validate(setup, args.paths.split(","), args.cycles, args.output, args.compare)
 
 

@@ -8,11 +8,12 @@ the env (rows before learning starts) from the learner (a loss of the first lear
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
 
 # What a row computes (not how long it took): env outcomes, then the learner's outputs.
 METRIC_KEYS = (
@@ -63,12 +64,11 @@ def first_divergence(
 
 
 def load_rows(run_dir: Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / "summary.json"
     try:
-        rows = json.loads(path.read_text())["rows_all"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+        return load_summary(run_dir)["rows_all"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        path = Path(run_dir) / SUMMARY_NAME
         raise ValueError(f"{path}: no readable rows_all ({type(err).__name__})") from err
-    return rows
 
 
 def describe(a: Path, b: Path) -> tuple[bool, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -79,7 +80,16 @@ def validate(
 ) -> int:
     earlier = {}
     if compare is not None:
-        earlier = {r["path"]: r for r in json.loads(compare.read_text())["runs"]}
+        other = json.loads(compare.read_text())
+        if (other.get("setup"), other.get("cycles")) != (repr(setup), cycles):
+            # fingerprints of another setup would all differ, at index 0: say why instead
+            print(
+                f"--compare {compare}: written for {other.get('setup')} with "
+                f"{other.get('cycles')} cycles; this is {setup!r} with {cycles}",
+                file=sys.stderr,
+            )
+            return 2
+        earlier = {r["path"]: r for r in other["runs"]}
     runs, all_same = [], True
     print(
         f"{'path':>10} {'replayed':>10} {'2nd learner':>12} {'other process':>14}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 import torch
@@ -73,6 +74,35 @@ def build_learner(
     )
     fill_replay(learner, setup)
     return learner
+
+
+def add_setup_arguments(ap: argparse.ArgumentParser) -> None:
+    """The synthetic setup's flags shared by the validators that run on CPU or GPU
+    (validate_numerics.py, validate_determinism.py); setup_from_args reads them."""
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--num-envs", type=int, default=256)
+    ap.add_argument("--tiny", action="store_true", help="small networks (fast CPU compile)")
+    ap.add_argument(
+        "--path-options", default="", help="PathConfig fields for every path, e.g. compile_rng=true"
+    )
+    ap.add_argument(
+        "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
+    )
+
+
+def setup_from_args(args: argparse.Namespace, updates_per_step: int) -> Setup:
+    return Setup(
+        batch_size=args.batch_size,
+        updates_per_step=updates_per_step,
+        num_envs=args.num_envs,
+        tiny=args.tiny,
+        dtype=args.dtype,
+        device=args.device,
+        gemm_align=args.gemm_align,
+        path_options=parse_options(args.path_options),
+    )
 
 
 def parse_options(text: str) -> tuple[tuple[str, object], ...]:

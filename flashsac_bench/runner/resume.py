@@ -11,7 +11,6 @@ skip it when it is complete, else start fresh: how an interrupted sweep is resum
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.keys import flatten
 from flashsac_bench.config.root import Config
 from flashsac_bench.runner.checkpoint import (
+    CHECKPOINT_DIR,
     LATEST_NAME,
     CheckpointError,
     checkpoint_folder,
@@ -31,6 +31,8 @@ from flashsac_bench.runner.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from flashsac_bench.runner.liveness import HEARTBEAT_NAME
+from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
 
 log = logging.getLogger("flashsac_bench.runner")
 
@@ -268,16 +270,16 @@ def plan_resume(
 
 # ---------------------------------------------------------------------------- earlier runs
 # What a run writes into its run dir besides checkpoints/ (Hydra's .hydra/ and log are Hydra's).
-EARLIER_ATTEMPT_FILES = ("summary.json", "heartbeat.json", "tb")
+EARLIER_ATTEMPT_FILES = (SUMMARY_NAME, HEARTBEAT_NAME, "tb")
 
 
 def earlier_outputs(run_dir: Path) -> list[str]:
     """What an earlier run left in run_dir that a new run's outputs would mix with: its summary,
     its checkpoints, its TensorBoard event files (a new writer adds a file beside them)."""
     found = []
-    if (run_dir / "summary.json").is_file():
-        found.append("summary.json")
-    if n := len(list_checkpoints(run_dir / "checkpoints")):
+    if (run_dir / SUMMARY_NAME).is_file():
+        found.append(SUMMARY_NAME)
+    if n := len(list_checkpoints(run_dir / CHECKPOINT_DIR)):
         found.append(f"{n} checkpoint{'s' if n > 1 else ''}")
     if any((run_dir / "tb").glob("events.out.tfevents.*")):
         found.append("TensorBoard events in tb/")
@@ -288,7 +290,7 @@ def _complete_without_checkpoints(run_dir: Path, config: Config) -> str | None:
     """run.resume=auto on a run that ended as this config asks, whose checkpoints were deleted
     afterwards (they hold the whole replay ring): the note that it is skipped, else None."""
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = load_summary(run_dir)
     except (OSError, ValueError):
         return None
     if not isinstance(summary, dict) or summary.get("complete") is not True:

@@ -75,3 +75,5 @@ def test_another_process_is_compared_through_the_written_fingerprints(tmp_path):
     assert differs.returncode == 1 and "NOT DETERMINISTIC" in differs.stdout
     rows = [line.split() for line in differs.stdout.splitlines()]
     assert ["eager", "-", "-", "2"] in rows
+    other_setup = _cli(tmp_path, f"--compare={out}", "--cycles=1")
+    assert other_setup.returncode == 2 and "with 2 cycles; this is" in other_setup.stderr
