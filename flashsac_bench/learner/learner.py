@@ -24,7 +24,7 @@ from flashsac_bench.learner.networks import (
 )
 from flashsac_bench.learner.optimizer_tail import OptimizerTail
 from flashsac_bench.learner.projection import Projector
-from flashsac_bench.learner.replay import ReplayRing, RowLayout
+from flashsac_bench.learner.replay import ReplayRing, RowLayout, host_copy
 from flashsac_bench.learner.reward_normalizer import RewardNormalizer
 from flashsac_bench.learner.rng import CounterRNG
 from flashsac_bench.learner.schedule import LRSchedule
@@ -361,7 +361,7 @@ class FlashSACLearner:
             "format": STATE_FORMAT,
             "dims": (self.dims.obs, self.dims.critic_obs, self.dims.action),
             "layout_align": self.layout_align,
-            "tensors": {k: v.detach().cpu().clone() for k, v in self.state.tensors().items()},
+            "tensors": {k: host_copy(v) for k, v in self.state.tensors().items()},
         }
 
     def load_state_dict(self, sd: dict[str, Any]) -> None:

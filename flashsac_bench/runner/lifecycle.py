@@ -3,11 +3,15 @@ its summary ends with (complete, interrupted, failed)."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from flashsac_bench.cli_errors import debug_enabled
 from flashsac_bench.envs.api import VecEnv
@@ -74,24 +78,30 @@ def plan_run_resume(records: Records) -> ResumePlan:
     return plan
 
 
-def write_checkpoint(
-    learner: FlashSACLearner, env: VecEnv, staging: Staging, records: Records, t0: float
-) -> None:
+def checkpoint_snapshot(
+    learner: FlashSACLearner, env: VecEnv, staging: Staging, records: Records
+) -> tuple[Path, dict[str, Any]]:
     """Everything that continues the run after its done iterations (every tick stored, every
-    row finalized), then the summary that lists it; `t0`: when writing it began."""
+    row finalized), as host copies that training may go on beside: the payload owns its data,
+    so a background write saves exactly this iteration's state."""
     state, rec = records.state, records.state_dict()
     path = checkpoint_path(records.run_dir, state.done_iterations)
     payload = {
         "iteration": state.done_iterations,
         "learner": learner.state_dict(),
         "replay": learner.ring.state_dict(),
-        "env": env.get_state(),
+        "env": _owned(env.get_state()),
         "staging": staging.state_dict(),
-        "episodes": rec["episodes"],
-        "rows_all": rec["rows_all"],
-        "training_config": records.info.training_config,
-        "config": records.info.composed,
+        "episodes": copy.deepcopy(rec["episodes"]),
+        "rows_all": [dict(row) for row in rec["rows_all"]],
+        "training_config": copy.deepcopy(records.info.training_config),
+        "config": copy.deepcopy(records.info.composed),
     }
+    return path, payload
+
+
+def save_snapshot(path: Path, payload: dict[str, Any]) -> None:
+    """Write a checkpoint_snapshot (any thread); a full disk raises DiskFullError naming it."""
     try:
         save_checkpoint(path, payload)
     except Exception as err:
@@ -99,10 +109,25 @@ def write_checkpoint(
         if full is None:
             raise
         raise write_error(full, path, "checkpoint") from err
-    state.checkpoints.append(
-        {"iteration": state.done_iterations, "path": str(path), "s": time.perf_counter() - t0}
-    )
+
+
+def note_checkpoint(records: Records, written: dict[str, Any]) -> None:
+    """List a written checkpoint in the summary (main thread): its path, iteration, the seconds
+    the loop was held (`blocking_s`) and from snapshot to renamed file (`s`)."""
+    records.state.checkpoints.append(written)
     records.write_summary()
+
+
+def _owned(value: Any) -> Any:
+    """`value` with every numpy array copied: an env's get_state should return copies, but a
+    VecEnv written elsewhere may hand out views of arrays it keeps stepping."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {k: _owned(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_owned(v) for v in value)
+    return value
 
 
 def _disk_full_cause(err: BaseException) -> OSError | None:

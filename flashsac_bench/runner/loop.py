@@ -36,6 +36,7 @@ from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner import lifecycle, training_config
+from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, build_env, warn_oversubscription
@@ -86,6 +87,7 @@ class Runner:
         self.records = Records(config, self.run_dir, self.info, self.state)
         self.parts: Parts | None = None  # built by run()
         self._resume_payload: dict[str, Any] | None = None  # until setup restores it
+        self.writer = CheckpointWriter()  # run.background_checkpoints
         self._run_t0 = time.perf_counter()
 
     # ------------------------------------------------------------------ entry
@@ -107,6 +109,7 @@ class Runner:
             try:
                 heartbeat = Heartbeat(self.run_dir, lambda: self.state.done_iterations)
                 closing.callback(heartbeat.start().stop)
+                closing.callback(self.writer.close)  # a failed run's last checkpoint completes
                 self.records.write_summary()  # status "starting": readers see the run
                 self.parts = parts = self._setup(closing)
                 with Progress(self.cfg.run.progress, self.cfg.run.log_every) as progress:
@@ -273,7 +276,9 @@ class Runner:
             st.done_iterations = k + 1
             every = c.run.checkpoint_every
             if every and st.done_iterations % every == 0 and st.done_iterations < iterations:
-                self._checkpoint(p)
+                self._checkpoint(p, background=c.run.background_checkpoints)
+            elif self.writer.busy:
+                self._collect_checkpoint(wait=False)
         steps.flush_store()
         if cuda:
             torch.cuda.synchronize(self.device)
@@ -286,13 +291,31 @@ class Runner:
             self.records.complete_pending(*p.steps.late_values())
 
     # ------------------------------------------------------------------ checkpoints, ending
-    def _checkpoint(self, p: Parts) -> None:
+    def _checkpoint(self, p: Parts, *, background: bool = False) -> None:
+        """Snapshot the run (every tick stored, every row final) and write it inline, or on the
+        writer's thread while training goes on (runner.checkpoint_writer)."""
         t = time.perf_counter()
+        self._collect_checkpoint(wait=True)  # one write at a time; a failed one raises here
         p.steps.flush_store()  # the checkpoint's ring holds every finished tick
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         self._finalize_pending(p)
-        lifecycle.write_checkpoint(p.learner, p.env, p.staging, self.records, t)
+        path, payload = lifecycle.checkpoint_snapshot(p.learner, p.env, p.staging, self.records)
+        info = {"iteration": payload["iteration"], "path": str(path), "background": background}
+        if background:
+            info["blocking_s"] = time.perf_counter() - t
+            self.writer.start(lambda: lifecycle.save_snapshot(path, payload), info)
+            return
+        lifecycle.save_snapshot(path, payload)
+        s = time.perf_counter() - t
+        lifecycle.note_checkpoint(self.records, {**info, "s": s, "blocking_s": s})
+
+    def _collect_checkpoint(self, *, wait: bool) -> None:
+        """List the background write in the summary once it is done (raise its error)."""
+        done = self.writer.collect(wait=wait)
+        if done is not None:
+            done["s"] = done["blocking_s"] + done.pop("write_s")
+            lifecycle.note_checkpoint(self.records, done)
 
     def _finish(self, p: Parts, signals: lifecycle.Signals) -> None:
         lifecycle.end_status(self.state, self.cfg.run.iterations, signals)

@@ -46,6 +46,7 @@ RESUME_MAY_CHANGE: dict[str, str] = {
     "run.stop_at_walk": "whether the continued run ends once the walking thresholds are met",
     "run.resume": "where to continue from",
     "run.checkpoint_every": "checkpoint cadence",
+    "run.background_checkpoints": "periodic checkpoints written inline or by a background thread",
     "run.log_every": "logging / TensorBoard cadence",
     "run.progress": "progress display",
     "run.tensorboard": "TensorBoard scalars on / off",

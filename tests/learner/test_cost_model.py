@@ -85,7 +85,7 @@ def test_aligned_layout_puts_every_g1_matmul_on_the_aligned_kernels() -> None:
         )
         return cycle_cost(build_learner(setup, "eager"))
 
-    plain, packed = cost(()), cost((("aligned_layout", True),))
+    plain, packed = cost((("aligned_layout", False),)), cost((("aligned_layout", True),))
     assert plain.misaligned and all("B address +8 B" in why for why in plain.misaligned)
     assert not packed.misaligned
     assert (packed.matmuls, packed.matmul_flops) == (plain.matmuls, plain.matmul_flops)

@@ -68,8 +68,10 @@ def test_padded_critic_gives_the_same_values_and_gradients() -> None:
 
 
 def test_padded_learner_trains_like_the_unpadded_one() -> None:
-    """Whole cycles (critic, actor, temperature, Adam, projection, Polyak, acting)."""
-    plain, padded = tiny_learner(seed=3), tiny_learner(seed=3, gemm_align=8)
+    """Whole cycles (critic, actor, temperature, Adam, projection, Polyak, acting); the
+    grouped layout kept packed so the flat vectors compare (aligned: the test below)."""
+    plain = tiny_learner(seed=3)
+    padded = tiny_learner(seed=3, gemm_align=8, path_options={"aligned_layout": False})
     for _ in range(3):
         plain.update()
         padded.update()
@@ -122,7 +124,9 @@ def test_aligned_layout_learns_the_same_bits() -> None:
     """Whole cycles: every named parameter, Adam moment and target the same, gaps zero."""
     from flashsac_bench.learner.layout import GAP_PREFIX
 
-    plain = tiny_learner(seed=3, gemm_align=8, actor_hidden_dim=12)
+    plain = tiny_learner(
+        seed=3, gemm_align=8, actor_hidden_dim=12, path_options={"aligned_layout": False}
+    )
     packed = tiny_learner(
         seed=3, gemm_align=8, actor_hidden_dim=12, path_options={"aligned_layout": True}
     )
@@ -163,7 +167,7 @@ def test_aligned_layout_learns_the_same_bits() -> None:
 def test_a_state_of_either_layout_loads_into_the_other_by_name() -> None:
     """Evaluation and export build the learner unaligned: a checkpoint of the aligned layout
     (and back) is re-laid by entry name, and both continue with the same bits."""
-    plain = tiny_learner(seed=4, gemm_align=8)
+    plain = tiny_learner(seed=4, gemm_align=8, path_options={"aligned_layout": False})
     packed = tiny_learner(seed=4, gemm_align=8, path_options={"aligned_layout": True})
     assert packed.state.actor_params.numel() > plain.state.actor_params.numel()
     assert packed.num_parameters() == plain.num_parameters()  # gaps are not parameters

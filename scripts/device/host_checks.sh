@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# One device call: the checks a default change needs, then the training loop's host side at
+# g1_walk_h200's 1024 envs, A/B in one machine start.
+#   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/host_checks.sh [DEADLINE_S]
+# 1. the learner cycle's bits across processes (validate_determinism, B=2048 u16, twice);
+# 2. 1000 replays of the captured B=2048 u8 cycle and the GPU tests, at the current defaults;
+# 3. g1_walk_h200 for AB_ITERS iterations with a checkpoint every AB_EVERY, per variant
+#    (AB="name:overrides,... ..."): iteration / env-step medians, the checkpoints' stall.
+# Results: $OUT/host_checks.log, $OUT/host_checks.tgz (summaries, no checkpoints).
+source scripts/device/setup.sh
+source scripts/device/lib.sh
+exec > >(tee -a "$OUT/host_checks.log") 2>&1
+DEADLINE=${1:-400}
+W=/tmp/work/$(date +%H%M%S); mkdir -p $W/logs $W/ab
+export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
+echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}"
+DET="python3 scripts/validate_determinism.py --device cuda --dtype bfloat16 --batch-size 2048 \
+  --updates 16 --paths ${DET_PATHS:-eager,cudagraph} --cycles 3"
+if [ "$(left)" -gt 300 ]; then
+  timeout 150 $DET --output $W/det_a.json > $W/logs/det_a.log 2>&1; echo "== det a rc=$? (${SECONDS}s)"
+  tail -n 6 $W/logs/det_a.log
+  timeout 150 $DET --compare $W/det_a.json --output $W/det_b.json > $W/logs/det_b.log 2>&1
+  echo "== det b rc=$? (${SECONDS}s)"; tail -n 8 $W/logs/det_b.log
+fi
+if [ "$(left)" -gt 240 ]; then
+  timeout 120 python3 scripts/validate_replay_stability.py --replays 1000 --batch-size 2048 \
+    --updates 8 --output $W/replay_b2048_u8.json > $W/logs/replay.log 2>&1
+  echo "== replay rc=$? (${SECONDS}s)"; tail -n 4 $W/logs/replay.log
+fi
+if [ "$(left)" -gt 200 ] && [ -z "${NO_GPU_TESTS:-}" ]; then
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/learner/test_gpu_paths.py \
+    tests/runner/test_runner_gpu.py > $W/logs/gpu_tests.log 2>&1
+  echo "== gpu tests rc=$? (${SECONDS}s)"; tail -n 3 $W/logs/gpu_tests.log
+fi
+ab_run() {  # ab_run NAME OVERRIDES...
+  local name=$1; shift
+  timeout 150 python3 -m flashsac_bench +experiment=g1_walk_h200 hydra.run.dir=$W/ab/$name \
+    run.progress=plain run.iterations=${AB_ITERS:-600} run.checkpoint_every=${AB_EVERY:-200} \
+    "$@" > $W/logs/ab_$name.log 2>&1
+  echo "== $name rc=$? (${SECONDS}s)"
+}
+# the first run compiles the walk's cycle into the cache: not compared
+[ "$(left)" -gt 60 ] && ab_run warm run.iterations=1 run.checkpoint_every=0
+for item in ${AB:-"w15_bg:backend.workers=15 w16_bg:backend.workers=16 w15_inline:backend.workers=15,run.background_checkpoints=false w16_bg2:backend.workers=16 w15_bg2:backend.workers=15"}; do
+  name=${item%%:*}; overrides=${item#*:}
+  if [ "$(left)" -lt 45 ]; then echo "skip $name: $(left) s left"; continue; fi
+  ab_run $name ${overrides//,/ }
+done
+python3 - $W/ab/*/summary.json <<'PY'
+import json, statistics as st, sys
+print(f"{'run':<11} {'iter med':>8} {'iter mean':>9} {'env med':>7} {'loop s':>7}  checkpoints (iteration: blocking s / s)")
+for f in sys.argv[1:]:
+    s = json.load(open(f)); rows = [r for r in s["rows_all"] if r.get("iter_ms") is not None]
+    if len(rows) < 10: continue
+    it = [r["iter_ms"] for r in rows]; env = [r["env_step_ms"] for r in rows if r.get("env_step_ms")]
+    ck = "  ".join(f"{c['iteration']}: {c['blocking_s']:.2f}/{c['s']:.2f}" for c in s["checkpoints"])
+    print(f"{f.split('/')[-2]:<11} {st.median(it):8.2f} {st.mean(it):9.2f} {st.median(env):7.2f} "
+          f"{s['wall_s']:7.1f}  {ck}")
+PY
+find $W -name "*.pt" -path "*checkpoints*" -delete
+cp $W/*.json $OUT/ 2>/dev/null
+tar czf $OUT/host_checks.tgz -C $W .
+echo "== done at ${SECONDS}s"

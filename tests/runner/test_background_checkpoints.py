@@ -1,0 +1,194 @@
+"""run.background_checkpoints: a periodic checkpoint is written while training goes on, holds
+exactly its iteration's state (the same file as an inline write), and its thread always ends,
+also when the write or the run fails."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+
+import numpy as np
+import pytest
+import torch
+from runner_fakes import FakeEnv
+from runner_helpers import read_summary, tiny_config
+
+from flashsac_bench.hydra_app import train
+from flashsac_bench.runner import checkpoint as ckpt_mod
+from flashsac_bench.runner import lifecycle
+from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint
+from flashsac_bench.runner.checkpoint_writer import THREAD_NAME, CheckpointWriter
+from flashsac_bench.runner.collector import CollectorError
+from flashsac_bench.runner.writes import DiskFullError
+
+EVERY, ITERATIONS = 3, 9  # checkpoints at 3 and 6 (periodic), 9 (final, always inline)
+
+
+class _CountingEnv(FakeEnv):
+    """Counts its steps (`stepped` is set once `until` steps are done)."""
+
+    def __init__(self, *args, until: int = 10**9, **kw) -> None:
+        super().__init__(*args, **kw)
+        self.steps, self.until, self.stepped = 0, until, threading.Event()
+
+    def step(self, actions):
+        out = super().step(actions)
+        self.steps += 1
+        if self.steps >= self.until:
+            self.stepped.set()
+        return out
+
+
+def _writer_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == THREAD_NAME]
+
+
+def _timing_free(row: dict) -> dict:
+    return {k: v for k, v in row.items() if not k.endswith(("_ms", "_s", "_per_s"))}
+
+
+def _same_payload(a: dict, b: dict) -> None:
+    assert a["iteration"] == b["iteration"]
+    for key, t in a["learner"]["tensors"].items():
+        assert torch.equal(t, b["learner"]["tensors"][key]), key
+    assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
+    assert (a["replay"]["cursor"], a["replay"]["count"]) == (
+        b["replay"]["cursor"],
+        b["replay"]["count"],
+    )
+    for key in ("obs", "critic_obs", "dones"):
+        assert np.array_equal(a["staging"][key], b["staging"][key]), key
+    assert [_timing_free(r) for r in a["rows_all"]] == [_timing_free(r) for r in b["rows_all"]]
+    assert len(a["rows_all"]) == a["iteration"]  # no later row leaked into the file
+
+
+@pytest.fixture(scope="module")
+def inline_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("inline") / "run"
+    cfg = tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY, background_checkpoints=False)
+    train(cfg, run_dir=run, env_factory=lambda t, b, n, s: FakeEnv(n, s))
+    return run
+
+
+def test_a_background_checkpoint_is_written_while_training_goes_on(
+    inline_run, tmp_path, monkeypatch
+):
+    """Each periodic write waits until the loop has stepped the envs two more times: with an
+    inline write the loop could not, and the wait would time out."""
+    env: dict[str, _CountingEnv] = {}
+
+    def factory(task, backend, num_envs, seed):
+        env["e"] = _CountingEnv(num_envs, seed)
+        return env["e"]
+
+    real = lifecycle.save_checkpoint
+    overlapped: list[int] = []
+
+    def save_after_two_more_steps(path, payload):
+        e = env["e"]
+        if threading.current_thread().name == THREAD_NAME:
+            e.stepped.clear()
+            e.until = payload["iteration"] + 2
+            overlapped.append(payload["iteration"] if e.stepped.wait(timeout=30) else -1)
+        return real(path, payload)
+
+    monkeypatch.setattr(lifecycle, "save_checkpoint", save_after_two_more_steps)
+    run = tmp_path / "run"
+    train(
+        tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY), run_dir=run, env_factory=factory
+    )
+
+    assert overlapped == [3, 6]  # both periodic writes overlapped two later iterations
+    for k in (3, 6, 9):  # ... and hold the same state as the inline run's files
+        _same_payload(
+            load_checkpoint(checkpoint_path(run, k)),
+            load_checkpoint(checkpoint_path(inline_run, k)),
+        )
+    listed = read_summary(run)["checkpoints"]
+    assert [(c["iteration"], c["background"]) for c in listed] == [(3, True), (6, True), (9, False)]
+    assert all(0 <= c["blocking_s"] <= c["s"] for c in listed)
+    assert [c["background"] for c in read_summary(inline_run)["checkpoints"]] == [False] * 3
+    assert _writer_threads() == []
+
+
+def test_a_failed_background_write_fails_the_run(tmp_path, monkeypatch):
+    def to_dev_full(folder, name):  # every write: ENOSPC, as on a full disk
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+        os.close(fd)
+        return open("/dev/full", "wb"), tmp  # noqa: SIM115 - closed by atomic_write
+
+    monkeypatch.setattr(ckpt_mod, "_open_tmp", to_dev_full)
+    run = tmp_path / "run"
+    with pytest.raises(DiskFullError, match="no space left on device.*iter_0000003.pt"):
+        train(
+            tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY),
+            run_dir=run,
+            env_factory=lambda t, b, n, s: FakeEnv(n, s),
+        )
+    summary = read_summary(run)
+    assert summary["status"] == "failed" and summary["checkpoints"] == []
+    assert summary["iterations_done"] < ITERATIONS  # it stopped at the next collection
+    assert list((run / "checkpoints").iterdir()) == []  # neither the file nor its temp file
+    assert _writer_threads() == []
+
+
+def test_a_run_that_fails_during_a_write_still_completes_that_checkpoint(tmp_path, monkeypatch):
+    real = lifecycle.save_checkpoint
+    release = threading.Event()
+
+    def slow_save(path, payload):
+        release.wait(timeout=30)  # the run fails meanwhile
+        return real(path, payload)
+
+    monkeypatch.setattr(lifecycle, "save_checkpoint", slow_save)
+    failing = {"e": None}
+
+    def factory(task, backend, num_envs, seed):
+        failing["e"] = FakeEnv(num_envs, seed, fail_at=5)
+        return failing["e"]
+
+    closing = CheckpointWriter.close
+
+    def close_after_release(self):
+        release.set()  # let the write go on only once the failure is being handled
+        closing(self)
+
+    monkeypatch.setattr(CheckpointWriter, "close", close_after_release)
+    run = tmp_path / "run"
+    with pytest.raises(CollectorError):
+        train(
+            tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY),
+            run_dir=run,
+            env_factory=factory,
+        )
+    assert _writer_threads() == []
+    ckpt = load_checkpoint(checkpoint_path(run, 3))  # whole and readable
+    assert ckpt["iteration"] == 3
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "iter_0000003.pt",
+        "latest.txt",
+    ]
+
+
+def test_the_writer_runs_one_write_at_a_time_and_reports_its_error():
+    writer = CheckpointWriter()
+    gate = threading.Event()
+    writer.start(gate.wait, {"n": 1})
+    with pytest.raises(RuntimeError, match="still in flight"):
+        writer.start(lambda: None, {"n": 2})
+    assert writer.collect(wait=False) is None  # not finished yet
+    gate.set()
+    done = writer.collect(wait=True)
+    assert done is not None and done["n"] == 1 and done["write_s"] >= 0
+    assert writer.collect(wait=True) is None  # collected once
+
+    def boom():
+        raise ValueError("bad write")
+
+    writer.start(boom, {})
+    with pytest.raises(ValueError, match="bad write"):
+        writer.collect(wait=True)
+    writer.start(boom, {})
+    writer.close()  # logged, not raised: the run's own error comes first
+    assert not writer.busy and _writer_threads() == []
