@@ -52,6 +52,9 @@ def build_learner(
     inductor_options: dict | None = None,
 ) -> FlashSACLearner:
     cfg = LearnerConfig(**TINY) if setup.tiny else LearnerConfig()
+    options = dict(setup.path_options)
+    # --path-options may carry inductor_options too; the explicit argument wins key by key
+    inductor = {**options.pop("inductor_options", {}), **(inductor_options or {})}
     learner = FlashSACLearner(
         cfg,
         UpdateConfig(
@@ -66,8 +69,8 @@ def build_learner(
         path=PathConfig(
             name=path,
             compile_mode=compile_mode,
-            inductor_options=dict(inductor_options or {}),
-            **dict(setup.path_options),
+            inductor_options=inductor,
+            **options,
         ),
         seed=setup.seed,
         gemm_align=setup.resolved_gemm_align,

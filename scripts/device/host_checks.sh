@@ -3,7 +3,7 @@
 # g1_walk_h200's 1024 envs, A/B in one machine start.
 #   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/host_checks.sh [DEADLINE_S]
 # 1. the learner cycle's bits across processes (validate_determinism, B=2048 u16, twice);
-# 2. 1000 replays of the captured B=2048 u8 cycle and the GPU tests, at the current defaults;
+# 2. 1000 replays of the captured B=2048 u8 cycle with path.aligned_layout; the GPU tests;
 # 3. g1_walk_h200 for AB_ITERS iterations with a checkpoint every AB_EVERY, per variant
 #    (AB="name:overrides,... ..."): iteration / env-step medians, the checkpoints' stall.
 # Results: $OUT/host_checks.log, $OUT/host_checks.tgz (summaries, no checkpoints).
@@ -14,18 +14,31 @@ DEADLINE=${1:-400}
 W=/tmp/work/$(date +%H%M%S); mkdir -p $W/logs $W/ab
 export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
 echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}"
-DET="python3 scripts/validate_determinism.py --device cuda --dtype bfloat16 --batch-size 2048 \
-  --updates 16 --paths ${DET_PATHS:-eager,cudagraph} --cycles 3"
+# 1. Do two processes compute the same cycle? If not, again with Inductor's deterministic mode
+#    (no per-process autotuning of reduction configs, whose near-tied winners can differ in
+#    their summation order: pytorch/pytorch#189121, a candidate for the walk's run-to-run
+#    difference, docs/benchmarks.md).
+det_pair() {  # det_pair NAME [validate_determinism options...]
+  local name=$1; shift
+  local det="python3 scripts/validate_determinism.py --device cuda --dtype bfloat16 \
+    --batch-size 2048 --updates 16 --paths ${DET_PATHS:-eager,cudagraph} --cycles 3"
+  timeout 150 $det "$@" --output $W/${name}_a.json > $W/logs/${name}_a.log 2>&1
+  echo "== $name a rc=$? (${SECONDS}s)"; tail -n 6 $W/logs/${name}_a.log
+  timeout 150 $det "$@" --compare $W/${name}_a.json --output $W/${name}_b.json \
+    > $W/logs/${name}_b.log 2>&1
+  local rc=$?; echo "== $name b rc=$rc (${SECONDS}s)"; tail -n 8 $W/logs/${name}_b.log
+  return $rc
+}
 if [ "$(left)" -gt 300 ]; then
-  timeout 150 $DET --output $W/det_a.json > $W/logs/det_a.log 2>&1; echo "== det a rc=$? (${SECONDS}s)"
-  tail -n 6 $W/logs/det_a.log
-  timeout 150 $DET --compare $W/det_a.json --output $W/det_b.json > $W/logs/det_b.log 2>&1
-  echo "== det b rc=$? (${SECONDS}s)"; tail -n 8 $W/logs/det_b.log
+  det_pair det || { [ "$(left)" -gt 300 ] &&
+    det_pair det_inductor_deterministic --path-options 'inductor_options={"deterministic":true}'; }
 fi
+# 2. path.aligned_layout (off by default until this and a walk pass): 1000 replays.
 if [ "$(left)" -gt 240 ]; then
   timeout 120 python3 scripts/validate_replay_stability.py --replays 1000 --batch-size 2048 \
-    --updates 8 --output $W/replay_b2048_u8.json > $W/logs/replay.log 2>&1
-  echo "== replay rc=$? (${SECONDS}s)"; tail -n 4 $W/logs/replay.log
+    --updates 8 --path-options aligned_layout=true --output $W/replay_b2048_u8_aligned.json \
+    > $W/logs/replay.log 2>&1
+  echo "== replay (aligned_layout) rc=$? (${SECONDS}s)"; tail -n 4 $W/logs/replay.log
 fi
 if [ "$(left)" -gt 200 ] && [ -z "${NO_GPU_TESTS:-}" ]; then
   timeout 150 python3 -m pytest -q -p no:cacheprovider tests/learner/test_gpu_paths.py \

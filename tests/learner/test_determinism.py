@@ -77,3 +77,13 @@ def test_another_process_is_compared_through_the_written_fingerprints(tmp_path):
     assert ["eager", "-", "-", "2"] in rows
     other_setup = _cli(tmp_path, f"--compare={out}", "--cycles=1")
     assert other_setup.returncode == 2 and "with 2 cycles; this is" in other_setup.stderr
+
+
+def test_path_options_may_carry_inductor_options():
+    """`--path-options 'inductor_options={"deterministic":true}'` (the GPU check's second try)
+    reaches the learner's PathConfig, merged with the explicit inductor options."""
+    from dataclasses import replace
+
+    setup = replace(SETUP, path_options=(("inductor_options", {"deterministic": True}),))
+    learner = build_learner(setup, "eager", inductor_options={"combo_kernels": False})
+    assert learner.path.inductor_options == {"deterministic": True, "combo_kernels": False}
