@@ -8,6 +8,7 @@ gathers rows straight into its static batch, so nothing here syncs with the host
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -110,9 +111,12 @@ class ReplayRing:
         self.cursor = (self.cursor + n) % self.capacity
         self.count = min(self.count + n, self.capacity)
 
-    def state_dict(self) -> dict[str, object]:
+    def state_dict(
+        self, copy: Callable[[torch.Tensor], torch.Tensor] | None = None
+    ) -> dict[str, object]:
+        """The stored rows as a host tensor (`copy`: how to copy them; default a new tensor)."""
         return {
-            "storage": host_copy(self.storage[: self.count]),
+            "storage": (copy or host_copy)(self.storage[: self.count]),
             "cursor": self.cursor,
             "count": self.count,
         }

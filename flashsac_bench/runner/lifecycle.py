@@ -8,10 +8,12 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from flashsac_bench.cli_errors import debug_enabled
 from flashsac_bench.envs.api import VecEnv
@@ -79,17 +81,22 @@ def plan_run_resume(records: Records) -> ResumePlan:
 
 
 def checkpoint_snapshot(
-    learner: FlashSACLearner, env: VecEnv, staging: Staging, records: Records
+    learner: FlashSACLearner,
+    env: VecEnv,
+    staging: Staging,
+    records: Records,
+    ring_copy: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Everything that continues the run after its done iterations (every tick stored, every
-    row finalized), as host copies that training may go on beside: the payload owns its data,
-    so a background write saves exactly this iteration's state."""
+    row finalized), as host copies that training may go on beside: the payload owns its data
+    (the ring's rows: `ring_copy`'s buffer, kept until the write is done), so a background
+    write saves exactly this iteration's state."""
     state, rec = records.state, records.state_dict()
     path = checkpoint_path(records.run_dir, state.done_iterations)
     payload = {
         "iteration": state.done_iterations,
         "learner": learner.state_dict(),
-        "replay": learner.ring.state_dict(),
+        "replay": learner.ring.state_dict(ring_copy),
         "env": _owned(env.get_state()),
         "staging": staging.state_dict(),
         "episodes": copy.deepcopy(rec["episodes"]),

@@ -195,6 +195,8 @@ class Runner:
         timeout = self.collector_timeout_s
         if tc["env_workers"]:
             timeout = max(timeout, c.backend.worker_timeout_s + 5.0)
+        if c.run.checkpoint_every and c.run.background_checkpoints:
+            self.writer.reserve_ring(tuple(learner.ring.storage.shape), learner.ring.storage.dtype)
         collector = Collector(env, staging, timeout)
         collector.start()
         closing.callback(collector.close)
@@ -300,7 +302,9 @@ class Runner:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         self._finalize_pending(p)
-        path, payload = lifecycle.checkpoint_snapshot(p.learner, p.env, p.staging, self.records)
+        path, payload = lifecycle.checkpoint_snapshot(
+            p.learner, p.env, p.staging, self.records, self.writer.ring_copy
+        )
         info = {"iteration": payload["iteration"], "path": str(path), "background": background}
         if background:
             info["blocking_s"] = time.perf_counter() - t
@@ -313,7 +317,7 @@ class Runner:
     def _collect_checkpoint(self, *, wait: bool) -> None:
         """List the background write in the summary once it is done (raise its error)."""
         done = self.writer.collect(wait=wait)
-        if done is not None:
+        if done is not None and "path" in done:  # not the buffer's reservation
             done["s"] = done["blocking_s"] + done.pop("write_s")
             lifecycle.note_checkpoint(self.records, done)
 

@@ -192,3 +192,48 @@ def test_the_writer_runs_one_write_at_a_time_and_reports_its_error():
     writer.start(boom, {})
     writer.close()  # logged, not raised: the run's own error comes first
     assert not writer.busy and _writer_threads() == []
+
+
+def test_the_ring_copy_reuses_its_buffer_only_between_writes():
+    writer = CheckpointWriter()
+    rows = torch.arange(12.0).reshape(4, 3)
+    first = writer.ring_copy(rows)
+    assert torch.equal(first, rows) and first.data_ptr() != rows.data_ptr()
+    rows += 1
+    again = writer.ring_copy(rows)  # the same buffer, now holding the new rows
+    assert again.data_ptr() == first.data_ptr() and torch.equal(again, rows)
+    grown = writer.ring_copy(torch.ones(5, 3))  # exactly the stored rows (torch.save writes
+    assert grown.shape == (5, 3)  # a view's whole storage)
+    gate = threading.Event()
+    writer.start(gate.wait, {})
+    with pytest.raises(RuntimeError, match="still being written"):
+        writer.ring_copy(rows)
+    gate.set()
+    writer.close()
+
+
+def test_the_full_ring_buffer_is_reserved_ahead_and_then_reused():
+    writer = CheckpointWriter()
+    writer.reserve_ring((4, 3), torch.float32)
+    assert writer.collect(wait=True) == {"reserved": (4, 3), "write_s": pytest.approx(0, abs=5)}
+    reserved = writer.ring_copy(torch.ones(4, 3))
+    assert writer.ring_copy(torch.full((4, 3), 2.0)).data_ptr() == reserved.data_ptr()
+    partial = writer.ring_copy(torch.ones(2, 3))  # a ring not full yet: a buffer of its own ...
+    assert partial.shape == (2, 3) and partial.data_ptr() != reserved.data_ptr()
+    assert writer.ring_copy(torch.ones(4, 3)).data_ptr() == reserved.data_ptr()  # ... kept
+
+
+def test_a_run_reserves_its_ring_buffer_only_for_background_checkpoints(tmp_path, monkeypatch):
+    shapes = []
+    real = CheckpointWriter.reserve_ring
+    monkeypatch.setattr(
+        CheckpointWriter, "reserve_ring", lambda self, s, d: (shapes.append(s), real(self, s, d))
+    )
+    cases = ((True, 3, [3, 4]), (False, 3, [3, 4]), (True, 0, [4]))
+    for i, (background, every, listed) in enumerate(cases):
+        run = tmp_path / f"run{i}"
+        cfg = tiny_config(iterations=4, checkpoint_every=every, background_checkpoints=background)
+        train(cfg, run_dir=run, env_factory=lambda t, b, n, s: FakeEnv(n, s))
+        assert [c["iteration"] for c in read_summary(run)["checkpoints"]] == listed
+    assert shapes == [(8 * 16, shapes[0][1])]  # num_envs x replay_buffer_n rows, once
+    assert _writer_threads() == []
