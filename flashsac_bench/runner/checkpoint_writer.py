@@ -98,13 +98,22 @@ class CheckpointWriter:
             raise job.error
         return {**job.info, "write_s": job.seconds}
 
+    @property
+    def buffer_bytes(self) -> int:
+        """Host memory held for the ring's snapshots (0 once closed)."""
+        buf = self._ring_host
+        return 0 if buf is None else buf.numel() * buf.element_size()
+
     def close(self) -> None:
-        """Let a write in flight finish (a run that fails keeps its last checkpoint whole); its
-        error is logged, never raised over the error that ended the run."""
+        """Let a write in flight finish (a run that fails keeps its last checkpoint whole; its
+        error is logged, never raised over the error that ended the run), then free the
+        buffer."""
         try:
             done = self.collect(wait=True)
         except Exception as err:  # noqa: BLE001
             log.error("the checkpoint written in the background failed: %s", err)
-            return
-        if done is not None:
-            log.info("checkpoint %s finished writing after the run stopped", done.get("path"))
+            done = None
+        finally:
+            self._ring_host = None
+        if done is not None and "path" in done:
+            log.info("checkpoint %s finished writing after the run stopped", done["path"])

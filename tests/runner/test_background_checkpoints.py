@@ -216,11 +216,14 @@ def test_the_full_ring_buffer_is_reserved_ahead_and_then_reused():
     writer = CheckpointWriter()
     writer.reserve_ring((4, 3), torch.float32)
     assert writer.collect(wait=True) == {"reserved": (4, 3), "write_s": pytest.approx(0, abs=5)}
+    assert writer.buffer_bytes == 4 * 3 * 4
     reserved = writer.ring_copy(torch.ones(4, 3))
     assert writer.ring_copy(torch.full((4, 3), 2.0)).data_ptr() == reserved.data_ptr()
     partial = writer.ring_copy(torch.ones(2, 3))  # a ring not full yet: a buffer of its own ...
     assert partial.shape == (2, 3) and partial.data_ptr() != reserved.data_ptr()
     assert writer.ring_copy(torch.ones(4, 3)).data_ptr() == reserved.data_ptr()  # ... kept
+    writer.close()
+    assert writer.buffer_bytes == 0  # freed with the run
 
 
 def test_a_run_reserves_its_ring_buffer_only_for_background_checkpoints(tmp_path, monkeypatch):
