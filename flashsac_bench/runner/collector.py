@@ -45,6 +45,9 @@ class TickResult:
     episode_returns: np.ndarray
     episode_lengths: np.ndarray
     env_metrics: dict[str, float] | None = None
+    # From the tick's release (Collector.submit) to its thread starting it: the wake-up and the
+    # GIL hand-off while the main thread stores and launches the update (serial path).
+    start_ms: float | None = None
 
 
 @dataclass
@@ -159,18 +162,21 @@ class Collector:
             req = self._requests.get()
             if req is None:
                 return
+            want_metrics, released = req
+            start_ms = (time.perf_counter() - released) * 1e3
             try:
-                result: TickResult | _Failure = pack_tick(self.env, self.staging, req)
+                result: TickResult | _Failure = pack_tick(self.env, self.staging, want_metrics)
             except BaseException as err:  # noqa: BLE001 - reported to the main thread
                 self._results.put(_Failure(err))
                 return
+            result.start_ms = start_ms
             self._results.put(result)
 
     def submit(self, tick: int, want_metrics: bool) -> None:
         """Release the collector for one tick (staging.actions must hold the actions)."""
         self._tick = tick
         self._busy_since = time.perf_counter()
-        self._requests.put(want_metrics)
+        self._requests.put((want_metrics, self._busy_since))
 
     def wait(self) -> TickResult:
         """The tick's result; CollectorError if the thread raised, died or exceeded timeout_s

@@ -134,6 +134,7 @@ class Records:
             "action_ms": (marks.acted - marks.start) * ms,
             "learner_host_ms": (marks.update_end - marks.update_start) * ms if learning else None,
             "collector_wait_ms": (marks.joined - marks.update_end) * ms,
+            "collector_start_ms": tick.start_ms,
             "insert_ms": insert_ms,
             "bookkeeping_ms": None,
             "replay_rows": replay_rows,

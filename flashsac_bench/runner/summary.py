@@ -28,6 +28,7 @@ EXTRA_TIMINGS = (
     "action_ms",
     "learner_host_ms",
     "collector_wait_ms",
+    "collector_start_ms",
     "insert_ms",
     "bookkeeping_ms",
 )
@@ -46,6 +47,10 @@ TIMING_SEMANTICS = {
     "iter_ms": (
         "host wall time of one iteration: action hand-off, update launch, collector join, "
         "replay insert, reward stats, logging; excludes checkpoint writes"
+    ),
+    "collector_start_ms": (
+        "from the collector's release to its thread starting the tick (thread wake-up and GIL "
+        "hand-off while the main thread stores and launches the update): on the serial path"
     ),
     "insert_ms": (
         "host time of the store call (replay insert + reward stats) issued in the iteration; "

@@ -61,14 +61,20 @@ for item in ${AB:-"w15_bg:backend.workers=15 w16_bg:backend.workers=16 w15_inlin
 done
 python3 - $W/ab/*/summary.json <<'PY'
 import json, statistics as st, sys
-print(f"{'run':<11} {'iter med':>8} {'iter mean':>9} {'env med':>7} {'loop s':>7}  checkpoints (iteration: blocking s / s)")
+def med(rows, key):
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return st.median(vals) if vals else float("nan")
+print(f"{'run':<11} {'iter med':>8} {'mean':>6} {'env':>6} {'pack':>5} {'act':>5} {'start':>5} "
+      f"{'book':>5} {'loop s':>6}  checkpoints (iteration: blocking s / s)")
 for f in sys.argv[1:]:
     s = json.load(open(f)); rows = [r for r in s["rows_all"] if r.get("iter_ms") is not None]
     if len(rows) < 10: continue
-    it = [r["iter_ms"] for r in rows]; env = [r["env_step_ms"] for r in rows if r.get("env_step_ms")]
+    pack = st.median(r["collector_cycle_ms"] - r["env_step_ms"] for r in rows)
     ck = "  ".join(f"{c['iteration']}: {c['blocking_s']:.2f}/{c['s']:.2f}" for c in s["checkpoints"])
-    print(f"{f.split('/')[-2]:<11} {st.median(it):8.2f} {st.mean(it):9.2f} {st.median(env):7.2f} "
-          f"{s['wall_s']:7.1f}  {ck}")
+    print(f"{f.split('/')[-2]:<11} {med(rows, 'iter_ms'):8.2f} {st.mean(r['iter_ms'] for r in rows):6.2f} "
+          f"{med(rows, 'env_step_ms'):6.2f} {pack:5.2f} {med(rows, 'action_ms'):5.2f} "
+          f"{med(rows, 'collector_start_ms'):5.2f} {med(rows, 'bookkeeping_ms'):5.2f} "
+          f"{s['wall_s']:6.1f}  {ck}")
 PY
 find $W -name "*.pt" -path "*checkpoints*" -delete
 cp $W/*.json $OUT/ 2>/dev/null

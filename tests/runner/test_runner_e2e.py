@@ -124,7 +124,15 @@ def test_timings_nest_per_iteration(tiny_run):
         # the serial host tail after the join: inside the iteration, beside the other parts
         parts = r["action_ms"] + r["collector_wait_ms"] + r["insert_ms"] + r["bookkeeping_ms"]
         assert 0 < r["bookkeeping_ms"] and parts <= r["iter_ms"]
-    assert set(s["extra_timings"]) >= {"bookkeeping_ms", "insert_ms", "action_ms"}
+        # the tick starts after its release and ends before the join, inside the iteration
+        assert 0 <= r["collector_start_ms"]
+        assert r["collector_start_ms"] + r["collector_cycle_ms"] <= r["iter_ms"]
+    assert set(s["extra_timings"]) >= {
+        "bookkeeping_ms",
+        "insert_ms",
+        "action_ms",
+        "collector_start_ms",
+    }
     assert s["extra_timings"]["bookkeeping_ms"]["count"] == len(s["rows"])
 
 
