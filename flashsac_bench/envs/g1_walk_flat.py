@@ -95,6 +95,7 @@ from flashsac_bench.envs.g1_shard import (
     build_task_model,
 )
 from flashsac_bench.envs.shards import InlineShards, ProcessShards
+from flashsac_bench.host_stats import array_mean
 
 __all__ = [
     "ACTION",
@@ -338,8 +339,8 @@ class _MetricSums:
         sums = self._sums
         self._steps += 1
         for name, values in out.reward_terms.items():
-            sums[f"reward/{name}"] = sums.get(f"reward/{name}", 0.0) + float(values.mean())
-        sums["reward/total"] = sums.get("reward/total", 0.0) + float(out.reward.mean())
+            sums[f"reward/{name}"] = sums.get(f"reward/{name}", 0.0) + array_mean(values)
+        sums["reward/total"] = sums.get("reward/total", 0.0) + array_mean(out.reward)
         if done.size:
             sums["episodes"] = sums.get("episodes", 0.0) + done.size
             sums["terminated"] = sums.get("terminated", 0.0) + float(out.terminated[done].sum())

@@ -150,12 +150,13 @@ def test_a_factory_that_returns_no_vec_env_fails_clearly(tmp_path):
 
 
 def test_the_tick_means_are_np_mean_bit_for_bit():
-    """The collector's faster mean (reward/mean, Reward/<term>, run.stop_at_walk's tracking)."""
-    from flashsac_bench.runner.collector import _mean
+    """The faster mean of the collector (reward/mean, Reward/<term>, run.stop_at_walk's
+    tracking) and the env's metrics."""
+    from flashsac_bench.host_stats import array_mean
 
     rng = np.random.default_rng(5)
     for dtype in (np.float32, np.float64):
         for n in (1, 7, 1024, 4099):
             for scale in (1e-3, 1.0, 1e4):
                 v = (rng.normal(size=n) * scale + scale).astype(dtype)
-                assert _mean(v) == float(np.mean(v)), (dtype, n, scale)
+                assert array_mean(v) == float(np.mean(v)) == float(v.mean()), (dtype, n, scale)
