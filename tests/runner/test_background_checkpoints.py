@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -239,4 +240,34 @@ def test_a_run_reserves_its_ring_buffer_only_for_background_checkpoints(tmp_path
         train(cfg, run_dir=run, env_factory=lambda t, b, n, s: FakeEnv(n, s))
         assert [c["iteration"] for c in read_summary(run)["checkpoints"]] == listed
     assert shapes == [(8 * 16, shapes[0][1])]  # num_envs x replay_buffer_n rows, once
+    assert _writer_threads() == []
+
+
+def test_an_interrupt_during_a_write_keeps_both_checkpoints(tmp_path, monkeypatch):
+    """Ctrl-C while the periodic checkpoint is still being written: the run stops after the
+    iteration, waits for that write, then writes its final checkpoint (inline)."""
+    import signal
+
+    real = lifecycle.save_checkpoint
+
+    def slow_in_background(path, payload):
+        if threading.current_thread().name == THREAD_NAME:
+            time.sleep(0.5)  # still in flight when the signal arrives at tick 4
+        return real(path, payload)
+
+    monkeypatch.setattr(lifecycle, "save_checkpoint", slow_in_background)
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit) as ended:
+        train(
+            tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY),
+            run_dir=run,
+            env_factory=lambda t, b, n, s: FakeEnv(n, s, signal_at=(4, signal.SIGINT)),
+        )
+    assert ended.value.code == 128 + signal.SIGINT
+    summary = read_summary(run)
+    assert summary["status"] == "interrupted"
+    listed = [(c["iteration"], c["background"]) for c in summary["checkpoints"]]
+    assert listed == [(3, True), (5, False)]
+    for k in (3, 5):
+        assert load_checkpoint(checkpoint_path(run, k))["iteration"] == k
     assert _writer_threads() == []
