@@ -44,7 +44,9 @@ class RunConfig:
     # Periodic checkpoints: the snapshot is taken between iterations, and a background thread
     # serializes and fsyncs it while training goes on (the ring makes it large: ~1.4 s inline
     # per checkpoint at 1024 envs on the H200). The next checkpoint and the run's end wait for
-    # it; the final checkpoint is always written inline. False: every checkpoint inline.
+    # it; the final checkpoint is always written inline. It keeps one host buffer of the
+    # ring's size for the run (a checkpoint needed that much memory anyway, while written).
+    # False: every checkpoint inline.
     background_checkpoints: bool = True
     # Path of a checkpoint to continue from.
     resume: str | None = None

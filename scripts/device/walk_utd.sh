@@ -60,7 +60,9 @@ s = json.load(open(sys.argv[1]))
 print(" ", s.get("stopped_by"), "| iterations", s.get("iterations_done"),
       "| setup", round(s.get("setup_s") or 0.0, 1),
       "| startup", {k: round(v, 1) for k, v in (s.get("startup") or {}).items()
-                    if isinstance(v, float)})
+                    if isinstance(v, float)},
+      "| checkpoints held the loop", [(c["iteration"], round(c.get("blocking_s", c["s"]), 2))
+                                      for c in s.get("checkpoints", [])])
 PY
   RUNS+=("$RUN")
   if [ "$EVAL" = 1 ]; then evaluate $RUN $name; fi
