@@ -5,7 +5,9 @@ docs/benchmarks.md), while paths compared in lockstep inside one process agree. 
 which level the bits stop repeating: the same learner replaying its cycles from a restored
 state (kernel nondeterminism, e.g. atomics); a second learner built in the same process (build
 or compile choices); another process (compare the written fingerprints with --compare).
-Each fingerprint is a SHA-256 of every state tensor's bytes after each cycle.
+Each fingerprint is a SHA-256 of every state tensor's bytes after each cycle, kept per tensor
+too, so that a difference names the state it is in (critic or actor weights, Adam moments,
+reward statistics, RNG) -- which update of the cycle to look at first.
 """
 
 from __future__ import annotations
@@ -21,23 +23,36 @@ from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.learner import FlashSACLearner
 
 
-def state_digest(learner: FlashSACLearner) -> str:
-    """SHA-256 over every state tensor's name, shape, dtype and bytes (one sync)."""
-    h = hashlib.sha256()
+def tensor_digests(learner: FlashSACLearner) -> dict[str, str]:
+    """Per state tensor: SHA-256 over its shape, dtype and bytes (one sync)."""
+    out = {}
     for name, t in sorted(learner.state.tensors().items()):
         data = t.detach().contiguous().cpu()
-        h.update(f"{name}|{tuple(data.shape)}|{data.dtype}|".encode())
+        h = hashlib.sha256(f"{tuple(data.shape)}|{data.dtype}|".encode())
         h.update(data.flatten().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
+        out[name] = h.hexdigest()
+    return out
 
 
-def _cycles(learner: FlashSACLearner, start: dict[str, torch.Tensor], cycles: int) -> list[str]:
+def combined(digests: dict[str, str]) -> str:
+    """One fingerprint of the whole state from its per-tensor digests."""
+    return hashlib.sha256("".join(f"{k}={v};" for k, v in digests.items()).encode()).hexdigest()
+
+
+def state_digest(learner: FlashSACLearner) -> str:
+    """The whole state's fingerprint."""
+    return combined(tensor_digests(learner))
+
+
+def _cycles(
+    learner: FlashSACLearner, start: dict[str, torch.Tensor], cycles: int
+) -> tuple[list[str], list[dict[str, str]]]:
     learner.state.restore(start)
-    out = [state_digest(learner)]
+    per = [tensor_digests(learner)]
     for _ in range(cycles):
         learner.update()
-        out.append(state_digest(learner))
-    return out
+        per.append(tensor_digests(learner))
+    return [combined(d) for d in per], per
 
 
 def fingerprints(setup: Setup, path: str, cycles: int) -> dict:
@@ -46,14 +61,20 @@ def fingerprints(setup: Setup, path: str, cycles: int) -> dict:
     first = build_learner(setup, path)
     start = first.state.snapshot()  # before warmup: compile / capture must not move it
     first.warmup()
-    a = _cycles(first, start, cycles)
-    again = _cycles(first, start, cycles)
+    a, a_tensors = _cycles(first, start, cycles)
+    again, again_tensors = _cycles(first, start, cycles)
     del first
     second = build_learner(setup, path)
     own_start = second.state.snapshot()  # its own build: index 0 compares the initial states
     second.warmup()
-    b = _cycles(second, own_start, cycles)
-    return {"path": path, "first": a, "replayed": again, "second_learner": b}
+    b, b_tensors = _cycles(second, own_start, cycles)
+    return {
+        "path": path,
+        "first": a,
+        "replayed": again,
+        "second_learner": b,
+        "tensors": {"first": a_tensors, "replayed": again_tensors, "second_learner": b_tensors},
+    }
 
 
 def first_mismatch(x: list[str], y: list[str]) -> int | None:
@@ -62,6 +83,27 @@ def first_mismatch(x: list[str], y: list[str]) -> int | None:
         if p != q:
             return i
     return None
+
+
+def differing_tensors(x: dict[str, str], y: dict[str, str]) -> list[str]:
+    """The state tensors whose digests differ (or that only one side has)."""
+    return sorted(k for k in x.keys() | y.keys() if x.get(k) != y.get(k))
+
+
+def where(run: dict, verdict: dict[str, int | None], other: dict | None = None) -> dict:
+    """For each level that differs, the state tensors that differ at its first differing index
+    (none listed against fingerprints written before per-tensor digests existed)."""
+    mine = run["tensors"]["first"]
+    theirs = {
+        "replayed": run["tensors"]["replayed"],
+        "second_learner": run["tensors"]["second_learner"],
+        "other_process": (other or {}).get("tensors", {}).get("first"),
+    }
+    return {
+        level: differing_tensors(mine[i], theirs[level][i])
+        for level, i in verdict.items()
+        if i is not None and theirs[level] is not None
+    }
 
 
 def verdicts(run: dict, other: dict | None = None) -> dict[str, int | None]:
@@ -99,6 +141,7 @@ def validate(
         run = fingerprints(setup, path, cycles)
         v = verdicts(run, earlier.get(path))
         run["verdicts"] = v
+        run["differing_tensors"] = diff = where(run, v, earlier.get(path))
         runs.append(run)
         all_same &= all(x is None for x in v.values())
         cell = {k: "-" if x is None else str(x) for k, x in v.items()}
@@ -106,6 +149,9 @@ def validate(
             f"{path:>10} {cell['replayed']:>10} {cell['second_learner']:>12} "
             f"{cell.get('other_process', 'n/a'):>14}"
         )
+        for level, names in diff.items():
+            if names:  # (empty only for hand-edited fingerprints)
+                print(f"{'':>10} {level} differs in: {', '.join(names)}")
     if output is not None:
         report = {"setup": repr(setup), "cycles": cycles, "runs": runs, "identical": all_same}
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,13 @@ def test_a_nondeterministic_cycle_is_reported(monkeypatch):
 
     monkeypatch.setattr(FlashSACLearner, "update", noisy)
     run = determinism.fingerprints(SETUP, "eager", cycles=2)
-    assert determinism.verdicts(run) == {"replayed": 1, "second_learner": 1}
+    v = determinism.verdicts(run)
+    assert v == {"replayed": 1, "second_learner": 1}
+    # ... and named: the noise is in the critic's weights only after the cycle that added it
+    assert determinism.where(run, v) == {
+        "replayed": ["critic.params"],
+        "second_learner": ["critic.params"],
+    }
 
 
 def _cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -75,6 +81,11 @@ def test_another_process_is_compared_through_the_written_fingerprints(tmp_path):
     assert differs.returncode == 1 and "NOT DETERMINISTIC" in differs.stdout
     rows = [line.split() for line in differs.stdout.splitlines()]
     assert ["eager", "-", "-", "2"] in rows
+    assert "other_process differs in: " not in differs.stdout  # its per-tensor digests agree
+    report["runs"][0]["tensors"]["first"][2]["actor.params"] = "0" * 64
+    out.write_text(json.dumps(report))
+    named = _cli(tmp_path, f"--compare={out}")
+    assert "other_process differs in: actor.params" in named.stdout
     other_setup = _cli(tmp_path, f"--compare={out}", "--cycles=1")
     assert other_setup.returncode == 2 and "with 2 cycles; this is" in other_setup.stderr
 
