@@ -69,6 +69,14 @@ class RunConfig:
     # number stays the same (the update still sees every earlier tick). Off by default: on the
     # H200 it measured no gain beside the captured store (docs/benchmarks.md, overlap A/B).
     overlap_store: bool = False
+    # How the envs' tick runs beside the update. True: a collector thread steps the envs (any
+    # env; MuJoCo's thread pool releases the GIL). False: with worker processes and an env that
+    # splits its step (the G1 env), the main thread hands the actions to the workers, launches
+    # the update, then gathers: no thread wake-up or GIL hand-off between the actions and the
+    # workers (runner.collector.InlineCollector); other envs keep the thread (with a warning).
+    # Same numbers either way (tests). The thread stays the default until the inline tick is
+    # measured on the H200 (scripts/device/host_checks.sh).
+    collector_thread: bool = True
 
     def __post_init__(self) -> None:
         for key in ("num_envs", "iterations", "summary_last", "log_every"):

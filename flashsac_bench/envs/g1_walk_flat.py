@@ -192,12 +192,23 @@ class G1WalkFlat:
         return self._out.obs, self._out.critic_obs
 
     def step(self, actions: np.ndarray) -> EnvStep:
+        self.step_begin(actions)
+        return self.step_end()
+
+    def step_begin(self, actions: np.ndarray) -> None:
+        """The first half of `step`: hand the actions to the shards and return. With worker
+        processes they step while the caller does other work (runner.collector.InlineCollector);
+        in-process (threads) the whole step runs here. `step_end` completes it."""
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, NUM_JOINTS):
             raise ValueError(f"actions must be {(self.num_envs, NUM_JOINTS)}, got {actions.shape}")
         self._actions[:] = actions
         # The scale of this step is the one set after the previous step (UniLab's order).
-        self._shards.call("step", self._penalty_scale)
+        self._shards.post("step", self._penalty_scale)
+
+    def step_end(self) -> EnvStep:
+        """Wait for the step `step_begin` started; the same EnvStep as `step`."""
+        self._shards.settle()
         out = self._out
         done = np.flatnonzero(out.terminated | out.truncated)
         self._metrics.add_step(out, done)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from flashsac_bench.envs.api import VecEnv
+from flashsac_bench.envs.api import EnvStep, VecEnv
 from flashsac_bench.host_stats import array_mean
 from flashsac_bench.learner.replay import RowLayout
 
@@ -111,14 +111,28 @@ class Staging:
 def pack_tick(env: VecEnv, staging: Staging, want_metrics: bool) -> TickResult:
     """Step every env once with staging.actions and pack the transitions (collector thread)."""
     t0 = time.perf_counter()
+    pack_current(staging)
+    t1 = time.perf_counter()
+    step = env.step(staging.actions)
+    return pack_step(env, staging, step, want_metrics, t0, t1)
+
+
+def pack_current(staging: Staging) -> None:
+    """The tick's first columns: the obs the actions are taken on, and the actions. They must be
+    copied before the env's step overwrites its output arrays."""
     s, c = staging, staging.cols
-    # The current obs must be copied before env.step overwrites the env's output arrays.
     c["obs"][:] = s.obs
     c["critic_obs"][:] = s.critic_obs
     c["actions"][:] = s.actions
-    t1 = time.perf_counter()
-    step = env.step(s.actions)
+
+
+def pack_step(
+    env: VecEnv, staging: Staging, step: EnvStep, want_metrics: bool, t0: float, t1: float
+) -> TickResult:
+    """The rest of the tick's rows from the step's outputs, the current obs for the next act,
+    and the tick's facts; t0 / t1: when packing / the step began."""
     t2 = time.perf_counter()
+    s, c = staging, staging.cols
     c["next_obs"][:] = step.final_obs  # the TRUE next obs, also where an episode just ended
     c["next_critic_obs"][:] = step.final_critic_obs
     c["rewards"][:, 0] = step.reward
@@ -232,3 +246,82 @@ class Collector:
             self.wait()
         except CollectorError:
             pass
+
+
+class InlineCollector:
+    """The collector without a thread, for an env whose step is split (`step_begin` hands the
+    actions to its worker processes and returns, `step_end` gathers; the G1 env with
+    backend.mode=processes): `submit` packs the tick's first columns and starts the step on the
+    main thread, the main thread launches the update meanwhile, and `wait` completes the step
+    and packs the rest. No thread wake-up or GIL hand-off sits between the actions and the
+    workers (run.collector_thread=false). A hung worker is reported by the env's own timeout
+    (backend.worker_timeout_s), naming it."""
+
+    hung = False
+
+    def __init__(self, env: VecEnv, staging: Staging) -> None:
+        self.env, self.staging = env, staging
+        self._tick = -1
+        self._want_metrics = False
+        self._started: tuple[float, float] | None = None
+
+    def start(self) -> None:
+        """Nothing to start (the Collector interface)."""
+
+    def submit(self, tick: int, want_metrics: bool) -> None:
+        self._tick, self._want_metrics = tick, want_metrics
+        t0 = time.perf_counter()
+        pack_current(self.staging)
+        t1 = time.perf_counter()
+        try:
+            self.env.step_begin(self.staging.actions)  # type: ignore[attr-defined]
+        except Exception as err:
+            raise self._failed(err) from err
+        self._started = (t0, t1)
+
+    def wait(self) -> TickResult:
+        assert self._started is not None, "wait() without submit()"
+        (t0, t1), self._started = self._started, None
+        try:
+            step = self.env.step_end()  # type: ignore[attr-defined]
+            result = pack_step(self.env, self.staging, step, self._want_metrics, t0, t1)
+        except Exception as err:
+            raise self._failed(err) from err
+        result.start_ms = 0.0
+        return result
+
+    def _failed(self, err: BaseException) -> CollectorError:
+        return CollectorError(
+            f"env step failed at iteration {self._tick}: {type(err).__name__}: {err}"
+        )
+
+    @property
+    def idle(self) -> bool:
+        return self._started is None
+
+    def stop(self) -> None:
+        """Nothing to stop (the Collector interface)."""
+
+    def close(self) -> None:
+        self.drain()
+
+    def drain(self) -> None:
+        """Complete a step still in flight so the env can be closed safely (errors dropped: a
+        failure is already being reported)."""
+        if self._started is None:
+            return
+        self._started = None
+        try:
+            self.env.step_end()  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def splits_its_step(env: VecEnv) -> bool:
+    """Whether `env` can be stepped by InlineCollector: a split step whose first half returns
+    while worker processes step (in-process, step_begin would run the whole step at once)."""
+    return (
+        callable(getattr(env, "step_begin", None))
+        and callable(getattr(env, "step_end", None))
+        and int(getattr(env, "workers", 0)) > 0
+    )

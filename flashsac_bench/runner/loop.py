@@ -37,7 +37,13 @@ from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner import lifecycle, training_config
 from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
-from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging
+from flashsac_bench.runner.collector import (
+    DEFAULT_TIMEOUT_S,
+    Collector,
+    InlineCollector,
+    Staging,
+    splits_its_step,
+)
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, build_env, warn_oversubscription
 from flashsac_bench.runner.liveness import Heartbeat
@@ -57,7 +63,7 @@ class Parts:
     learner: FlashSACLearner
     staging: Staging
     steps: DeviceSteps
-    collector: Collector
+    collector: Collector | InlineCollector
 
 
 class Runner:
@@ -197,13 +203,32 @@ class Runner:
             timeout = max(timeout, c.backend.worker_timeout_s + 5.0)
         if c.run.checkpoint_every and c.run.background_checkpoints:
             self.writer.reserve_ring(tuple(learner.ring.storage.shape), learner.ring.storage.dtype)
-        collector = Collector(env, staging, timeout)
+        collector = self._collector(env, staging, timeout)
+        tc["collector"] = "thread" if isinstance(collector, Collector) else "inline"
         collector.start()
         closing.callback(collector.close)
         self.records.open_scalars(self.run_dir / "tb" if c.run.tensorboard else None)
         closing.callback(self.records.scalars.close)
         lifecycle.report_start(self.records, self.threshold)
         return Parts(env, learner, staging, steps, collector)
+
+    def _collector(
+        self, env: VecEnv, staging: Staging, timeout_s: float
+    ) -> Collector | InlineCollector:
+        """run.collector_thread: the collector thread, or (false, where the env splits its step
+        across worker processes) the main thread itself."""
+        if self.cfg.run.collector_thread:
+            return Collector(env, staging, timeout_s)
+        if splits_its_step(env):
+            return InlineCollector(env, staging)
+        log.warning(
+            "run.collector_thread=false needs worker processes (backend.mode=processes) and an "
+            "env with step_begin / step_end; this env (%s, %d workers) is stepped by the "
+            "collector thread",
+            type(env).__name__,
+            int(getattr(env, "workers", 0)),
+        )
+        return Collector(env, staging, timeout_s)
 
     def _restore(self, learner: FlashSACLearner, env: VecEnv, staging: Staging) -> None:
         """Continue from run.resume's checkpoint, if any (then drop it: the learner, ring and

@@ -42,7 +42,9 @@ TIMING_SEMANTICS = {
     ),
     "collector_cycle_ms": (
         "collector thread busy time per tick: env.step + packing replay rows "
-        "(excludes waiting for actions, unlike UniLab's)"
+        "(excludes waiting for actions, unlike UniLab's); with run.collector_thread=false, "
+        "from the tick's start to its packed rows on the main thread (the update's launch "
+        "included)"
     ),
     "iter_ms": (
         "host wall time of one iteration: action hand-off, update launch, collector join, "

@@ -5,7 +5,9 @@
 # 1. the learner cycle's bits across processes (validate_determinism, B=2048 u16, twice);
 # 2. 1000 replays of the captured B=2048 u8 cycle with path.aligned_layout; the GPU tests;
 # 3. g1_walk_h200 for AB_ITERS iterations with a checkpoint every AB_EVERY, per variant
-#    (AB="name:overrides,... ..."): iteration / env-step medians, the checkpoints' stall.
+#    (AB="name:overrides,... ..."; default: 15 vs 16 workers, inline vs background checkpoints,
+#    the env tick on the collector thread vs the main thread): iteration / env-step medians,
+#    the iteration's host parts, the checkpoints' stall.
 # Results: $OUT/host_checks.log, $OUT/host_checks.tgz (summaries, no checkpoints).
 source scripts/device/setup.sh
 source scripts/device/lib.sh
@@ -54,7 +56,7 @@ ab_run() {  # ab_run NAME OVERRIDES...
 }
 # the first run compiles the walk's cycle into the cache: not compared
 [ "$(left)" -gt 60 ] && ab_run warm run.iterations=1 run.checkpoint_every=0
-for item in ${AB:-"w15_bg:backend.workers=15 w16_bg:backend.workers=16 w15_inline:backend.workers=15,run.background_checkpoints=false w16_bg2:backend.workers=16 w15_bg2:backend.workers=15"}; do
+for item in ${AB:-"w15_bg:backend.workers=15 w16_bg:backend.workers=16 w15_inline_ckpt:backend.workers=15,run.background_checkpoints=false w15_main_tick:backend.workers=15,run.collector_thread=false w16_bg2:backend.workers=16 w15_bg2:backend.workers=15 w15_main_tick2:backend.workers=15,run.collector_thread=false"}; do
   name=${item%%:*}; overrides=${item#*:}
   if [ "$(left)" -lt 45 ]; then echo "skip $name: $(left) s left"; continue; fi
   ab_run $name ${overrides//,/ }

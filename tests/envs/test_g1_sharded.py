@@ -1,7 +1,7 @@
 """G1 Walk Flat gives bit-identical results whatever the split: the in-process thread pool and
 1, 2 or 3 worker processes, over steps with terminations, truncations, reset randomization,
-observation noise and penalty-curriculum changes; a state saved under one split continues
-bit-identically under another."""
+observation noise and penalty-curriculum changes, also stepped in two halves (step_begin /
+step_end); a state saved under one split continues bit-identically under another."""
 
 from __future__ import annotations
 
@@ -39,10 +39,14 @@ def _actions(steps: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-0.6, 0.6, size=(steps, N, 29))
 
 
-def _record(env: G1WalkFlat, actions: np.ndarray) -> dict[str, Any]:
+def _record(env: G1WalkFlat, actions: np.ndarray, split: bool = False) -> dict[str, Any]:
     rows, scales = [], []
     for a in actions:
-        s = env.step(a)
+        if split:  # runner.collector.InlineCollector's way: the workers step meanwhile
+            env.step_begin(a)
+            s = env.step_end()
+        else:
+            s = env.step(a)
         rows.append(
             np.concatenate(
                 [
@@ -86,6 +90,8 @@ def runs() -> dict[str, dict[str, Any]]:
         with make_env(TASK, backend, N, seed=5) as env:
             assert env.workers == backend.workers
             out[name] = _record(env, actions)
+    with make_env(TASK, BACKENDS["2 workers"], N, seed=5) as env:
+        out["2 workers, step_begin / step_end"] = _record(env, actions, split=True)
     return out
 
 
