@@ -7,7 +7,6 @@ dones, the tick's reward means and finished episodes -- on the iteration's seria
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 from flashsac_bench.envs.api import EnvStep
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.runner.collector import Staging, pack_tick
+from flashsac_bench.runner.timing import summarize
 
 # The G1 Walk Flat task's dims (obs, critic obs, actions, reward terms).
 G1_DIMS = (98, 101, 29, 9)
@@ -68,11 +68,11 @@ def time_pack(
         t = time.perf_counter()
         pack_tick(env, staging, want_metrics=False)  # type: ignore[arg-type]
         times.append(time.perf_counter() - t)
-    times.sort()
+    stats = summarize(t * 1e6 for t in times)
     return {
         "num_envs": num_envs,
         "dims": list(dims),
         "ticks": ticks,
-        "median_us": statistics.median(times) * 1e6,
-        "p90_us": times[int(0.9 * (len(times) - 1))] * 1e6,
+        "median_us": stats["median"],
+        "p90_us": stats["p90"],
     }

@@ -99,3 +99,8 @@ def run_cli(
 def read_summary(run_dir: Path) -> dict[str, Any]:
     with open(run_dir / "summary.json") as f:
         return json.load(f)
+
+
+def timing_free(row: dict[str, Any]) -> dict[str, Any]:
+    """A summary row without its timings (what two runs of one seed must agree on)."""
+    return {k: v for k, v in row.items() if not k.endswith(("_ms", "_s", "_per_s"))}

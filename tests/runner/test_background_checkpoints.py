@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from runner_fakes import FakeEnv
-from runner_helpers import read_summary, tiny_config
+from runner_helpers import read_summary, timing_free, tiny_config
 
 from flashsac_bench.hydra_app import train
 from flashsac_bench.runner import checkpoint as ckpt_mod
@@ -45,10 +45,6 @@ def _writer_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == THREAD_NAME]
 
 
-def _timing_free(row: dict) -> dict:
-    return {k: v for k, v in row.items() if not k.endswith(("_ms", "_s", "_per_s"))}
-
-
 def _same_payload(a: dict, b: dict) -> None:
     assert a["iteration"] == b["iteration"]
     for key, t in a["learner"]["tensors"].items():
@@ -60,7 +56,7 @@ def _same_payload(a: dict, b: dict) -> None:
     )
     for key in ("obs", "critic_obs", "dones"):
         assert np.array_equal(a["staging"][key], b["staging"][key]), key
-    assert [_timing_free(r) for r in a["rows_all"]] == [_timing_free(r) for r in b["rows_all"]]
+    assert [timing_free(r) for r in a["rows_all"]] == [timing_free(r) for r in b["rows_all"]]
     assert len(a["rows_all"]) == a["iteration"]  # no later row leaked into the file
 
 

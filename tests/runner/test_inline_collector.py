@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from runner_fakes import FakeEnv
-from runner_helpers import read_summary, tiny_config
+from runner_helpers import read_summary, timing_free, tiny_config
 
 from flashsac_bench.hydra_app import train
 from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint
@@ -41,10 +41,6 @@ class SplitFakeEnv(FakeEnv):
         return self.step(actions)
 
 
-def _timing_free(row: dict) -> dict:
-    return {k: v for k, v in row.items() if not k.endswith(("_ms", "_s", "_per_s"))}
-
-
 def _run(tmp_path, name, factory, **run):
     cfg = tiny_config(iterations=ITERATIONS, **run)
     train(cfg, run_dir=tmp_path / name, env_factory=factory)
@@ -66,8 +62,8 @@ def test_the_inline_tick_trains_exactly_like_the_thread(tmp_path):
     assert s_thread["training_config"]["collector"] == "thread"
     assert s_inline["training_config"]["collector"] == "inline"
     assert envs[0].split_steps == ITERATIONS  # every tick went through step_begin / step_end
-    assert [_timing_free(r) for r in s_inline["rows_all"]] == [
-        _timing_free(r) for r in s_thread["rows_all"]
+    assert [timing_free(r) for r in s_inline["rows_all"]] == [
+        timing_free(r) for r in s_thread["rows_all"]
     ]
     for key, t in c_thread["learner"]["tensors"].items():
         assert torch.equal(t, c_inline["learner"]["tensors"][key]), key
