@@ -11,10 +11,8 @@
 # Results: $OUT/host_checks.log, $OUT/host_checks.tgz (summaries, no checkpoints).
 source scripts/device/setup.sh
 source scripts/device/lib.sh
-exec > >(tee -a "$OUT/host_checks.log") 2>&1
-DEADLINE=${1:-400}
-W=/tmp/work/$(date +%H%M%S); mkdir -p $W/logs $W/ab
-export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri
+learner_suite host_checks "${1:-400}"  # log to $OUT, deadline, work dir W, shared caches
+mkdir -p $W/ab
 echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}"
 # 1. Do two processes compute the same cycle? If not, again with Inductor's deterministic mode
 #    (no per-process autotuning of reduction configs, whose near-tied winners can differ in
