@@ -18,15 +18,20 @@ import numpy as np
 _GOLDEN = np.uint32(0x9E3779B9)
 _ELEMENT_SALT = np.uint32(0x5BD1E995)
 _TO_UNIT = 1.0 / 2.0**32
+# 0-d uint32 arrays, not numpy scalars: numpy converts a scalar operand on every call, which
+# made the hash's ops ~1.5x as slow on the small arrays of a worker's draw (the hash runs
+# several times per env step). Python-int shifts keep the uint32 dtype (NEP 50).
+_MUL1 = np.array(0x7FEB352D, dtype=np.uint32)
+_MUL2 = np.array(0x846CA68B, dtype=np.uint32)
 
 
 def hash32(x: np.ndarray) -> np.ndarray:
     """lowbias32 on uint32 arrays (elementwise; returns a new array)."""
-    x = x ^ (x >> np.uint32(16))
-    x *= np.uint32(0x7FEB352D)
-    x ^= x >> np.uint32(15)
-    x *= np.uint32(0x846CA68B)
-    x ^= x >> np.uint32(16)
+    x = x ^ (x >> 16)
+    x *= _MUL1
+    x ^= x >> 15
+    x *= _MUL2
+    x ^= x >> 16
     return x
 
 
@@ -64,11 +69,13 @@ class EnvStreams:
         randomization, at one hash per value.
         """
         count = self.counters[rows, stream]
-        c_lo = (count & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        c_hi = (count >> np.uint64(32)).astype(np.uint32)
-        row_key = hash32(
-            self._env_key[rows] ^ hash32(c_lo ^ self._stream_salt[stream]) ^ hash32(c_hi)
-        )
-        bits = hash32(row_key[:, None] ^ self._elements(m)[None, :])
-        self.counters[rows, stream] = count + np.uint64(1)
-        return (bits.astype(np.float64) + 0.5) * _TO_UNIT
+        c_lo = count.astype(np.uint32)  # the low 32 bits (an unsigned cast wraps)
+        key = self._env_key[rows] ^ hash32(c_lo ^ self._stream_salt[stream])
+        c_hi = (count >> 32).astype(np.uint32)
+        if c_hi.any():  # hash32(0) == 0, and x ^ 0 == x: skipped below 2**32 draws
+            key ^= hash32(c_hi)
+        bits = hash32(hash32(key)[:, None] ^ self._elements(m)[None, :])
+        self.counters[rows, stream] = count + 1
+        out = np.add(bits, 0.5, dtype=np.float64)  # exact: uint32 -> float64, + 0.5
+        out *= _TO_UNIT  # a power of two: exact
+        return out

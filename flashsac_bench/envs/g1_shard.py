@@ -128,6 +128,18 @@ class G1Shard:
         self._pose_weights = np.asarray(task_cfg.pose_weights, dtype=np.float64)
         self._phase_delta = 2.0 * math.pi * task_cfg.gait.frequency * task_cfg.ctrl_dt
         self._min_up_z = math.cos(math.radians(task_cfg.termination_tilt_deg))
+        # The task's indices as slices where they are contiguous (the built-in model's are):
+        # views instead of gathers, the same values.
+        lay, sens = self.layout, self.layout.sensors
+        self._joint_qpos = _as_slice(lay.joint_qpos)
+        self._joint_qvel = _as_slice(lay.joint_qvel)
+        self._actuators = _as_slice(lay.actuators)
+        self._feet_z = np.array([sens["left_foot_pos"].start + 2, sens["right_foot_pos"].start + 2])
+        cc = task_cfg.commands
+        self._command_low = np.array([cc.vx[0], cc.vy[0], cc.wz[0]])
+        self._command_span = np.array([cc.vx[1], cc.vy[1], cc.wz[1]]) - self._command_low
+        self._alive = np.ones(n)
+        self._step_weights: tuple[float, np.ndarray] | None = None  # (penalty scale, weights)
         obs = task_cfg.obs
         self._noise_scale = np.concatenate(
             (
@@ -159,8 +171,9 @@ class G1Shard:
         """One control step of every env with `actions`; finished envs are reset."""
         cfg, a, phys, lay = self.cfg, self.a, self.physics, self.layout
         self.last_action[:] = self.action
-        np.clip(a["actions"], -1.0, 1.0, out=self.action)
-        phys.ctrl[:, lay.actuators] = lay.default_joint_pos + cfg.action_scale * self.action
+        # np.clip's value (NaN passes through both), without its Python-level wrapper.
+        np.minimum(np.maximum(a["actions"], -1.0), 1.0, out=self.action)
+        phys.ctrl[:, self._actuators] = lay.default_joint_pos + cfg.action_scale * self.action
         self.phase += self._phase_delta
         np.mod(self.phase, R.TWO_PI, out=self.phase)
         if self._push is not None:
@@ -172,7 +185,7 @@ class G1Shard:
         self._observe(s, slice(None), a["final_obs"], a["final_critic_obs"])
         self._rewards(s, penalty_scale)
         terminated = self._terminated(s)
-        broken = ~np.isfinite(a["final_critic_obs"]).all(axis=1) | ~np.isfinite(a["reward"])
+        broken = ~_rows_all(np.isfinite(a["final_critic_obs"])) | ~np.isfinite(a["reward"])
         if broken.any():  # never hand NaN to the learner: zero the rows, end the episode
             self._zero_rows(broken)
             terminated |= broken
@@ -184,7 +197,7 @@ class G1Shard:
         a["episode_length"][:] = self.episode_step
         a["obs"][:] = a["final_obs"]
         a["critic_obs"][:] = a["final_critic_obs"]
-        done = np.flatnonzero(terminated | truncated)
+        done = (terminated | truncated).nonzero()[0]
         if done.size:
             self._reset_envs(done)
 
@@ -271,19 +284,17 @@ class G1Shard:
         phys, lay = self.physics, self.layout
         sens = phys.sensordata[rows]
         sl = lay.sensors
-        torso = sens[:, sl["torso_quat"]]
-        up = R.up_vector(torso)
-        gravity = -up if self.cfg.obs.gravity_frame == "world" else R.projected_gravity(torso)
+        up, gravity = R.up_and_gravity(sens[:, sl["torso_quat"]])
+        if self.cfg.obs.gravity_frame == "world":
+            gravity = -up
         return {
-            "joint_pos_rel": phys.qpos[rows][:, lay.joint_qpos] - lay.default_joint_pos,
-            "joint_vel": phys.qvel[rows][:, lay.joint_qvel],
+            "joint_pos_rel": phys.qpos[rows][:, self._joint_qpos] - lay.default_joint_pos,
+            "joint_vel": phys.qvel[rows][:, self._joint_qvel],
             "gyro": sens[:, sl["torso_gyro"]],
             "lin_vel": sens[:, sl["pelvis_local_linvel"]],
             "gravity": gravity,
             "up": up,
-            "feet_z": np.stack(
-                (sens[:, sl["left_foot_pos"]][:, 2], sens[:, sl["right_foot_pos"]][:, 2]), axis=1
-            ),
+            "feet_z": sens[:, self._feet_z],
             "left_quat": sens[:, sl["left_foot_quat"]],
             "right_quat": sens[:, sl["right_foot_quat"]],
         }
@@ -297,24 +308,29 @@ class G1Shard:
     ) -> None:
         """Write the observations of `rows` into obs / critic (the shard's full-height rows)."""
         ocfg = self.cfg.obs
-        c = critic[rows] if isinstance(rows, np.ndarray) else critic
-        c[:, GYRO] = s["gyro"] * ocfg.gyro_scale
+        some = isinstance(rows, np.ndarray)
+        c = critic[rows] if some else critic
+        # A float64 product written into the float32 row rounds once, as assigning it would.
+        np.multiply(s["gyro"], ocfg.gyro_scale, out=c[:, GYRO])
         c[:, GRAVITY] = s["gravity"]
         c[:, JOINT_POS] = s["joint_pos_rel"]
-        c[:, JOINT_VEL] = s["joint_vel"] * ocfg.joint_vel_scale
+        np.multiply(s["joint_vel"], ocfg.joint_vel_scale, out=c[:, JOINT_VEL])
         c[:, ACTION] = self.action[rows]
         c[:, COMMAND] = self.command[rows]
         c[:, PHASE] = self.phase[rows]
-        c[:, LIN_VEL] = s["lin_vel"] * ocfg.lin_vel_scale
-        o = c[:, :OBS_DIM].copy()
+        np.multiply(s["lin_vel"], ocfg.lin_vel_scale, out=c[:, LIN_VEL])
+        o = c[:, :OBS_DIM].copy() if some else obs
+        if not some:
+            o[:] = c[:, :OBS_DIM]
         if ocfg.add_noise:
-            unit = self.rng.unit(NOISE_STREAM, rows, NOISE_VALUES)
-            o[:, JOINT_POS.start : JOINT_VEL.stop] += (2.0 * unit - 1.0) * self._noise_scale
-        if isinstance(rows, np.ndarray):
+            noise = self.rng.unit(NOISE_STREAM, rows, NOISE_VALUES)
+            noise *= 2.0  # (2 u - 1) * scale, in place
+            noise -= 1.0
+            noise *= self._noise_scale
+            o[:, JOINT_POS.start : JOINT_VEL.stop] += noise
+        if some:
             critic[rows] = c
             obs[rows] = o
-        else:
-            obs[:] = o
 
     def _rewards(self, s: dict[str, np.ndarray], penalty_scale: float) -> None:
         cfg, gait = self.cfg, self.cfg.gait
@@ -328,10 +344,13 @@ class G1Shard:
             "pose": R.pose(s["joint_pos_rel"], self._pose_weights),
             "penalty_feet_ori": R.feet_ori(s["left_quat"], s["right_quat"]),
             "feet_phase": R.feet_phase(s["feet_z"], self.phase, gait.swing_height, gait.sigma),
-            "alive": np.ones(self.num_envs),
+            "alive": self._alive,
         }
         scale = penalty_scale if cfg.curriculum.enabled else 1.0
-        weights = np.where(self._is_penalty, self._weights * scale, self._weights)
+        if self._step_weights is None or self._step_weights[0] != scale:  # moves rarely
+            w = np.where(self._is_penalty, self._weights * scale, self._weights)
+            self._step_weights = (scale, w)
+        weights = self._step_weights[1]
         total = np.zeros(self.num_envs)
         for name, w in zip(REWARD_TERMS, weights, strict=True):
             term = w * raw[name]
@@ -341,7 +360,7 @@ class G1Shard:
 
     def _terminated(self, s: dict[str, np.ndarray]) -> np.ndarray:
         phys = self.physics
-        finite = np.isfinite(phys.qpos).all(axis=1) & np.isfinite(phys.qvel).all(axis=1)
+        finite = _rows_all(np.isfinite(phys.qpos)) & _rows_all(np.isfinite(phys.qvel))
         height = phys.qpos[:, self.layout.root_qpos + 2]
         return (
             (s["up"][:, 2] < self._min_up_z) | (height < self.cfg.termination_min_height) | ~finite
@@ -357,7 +376,8 @@ class G1Shard:
         rc, cc = cfg.reset, cfg.commands
         k = len(ids)
         u = self.rng.unit(RESET_STREAM, ids, RESET_VALUES)
-        qpos = np.tile(lay.stand_qpos, (k, 1))
+        qpos = np.empty((k, self.model.nq))
+        qpos[:] = lay.stand_qpos
         qvel = np.zeros((k, self.model.nv))
         root, vroot = lay.root_qpos, lay.root_qvel
         qpos[:, root : root + 2] += rc.xy * (2.0 * u[:, 0:2] - 1.0)
@@ -366,10 +386,10 @@ class G1Shard:
         qvel[:, vroot : vroot + 6] = rc.root_vel * (2.0 * u[:, 3:9] - 1.0)
         kp = _between(rc.kp_scale, u[:, 9])
         kd = _between(rc.kd_scale, u[:, 10])
-        low = np.array([cc.vx[0], cc.vy[0], cc.wz[0]])
-        high = np.array([cc.vx[1], cc.vy[1], cc.wz[1]])
-        command = low + (high - low) * u[:, 11:14]
-        standing = np.linalg.norm(command[:, :2], axis=1) <= cc.dead_zone
+        command = self._command_low + self._command_span * u[:, 11:14]
+        planar = command[:, :2]
+        # np.linalg.norm(planar, axis=1) is exactly this for real input, minus its wrapper.
+        standing = np.sqrt(np.add.reduce(planar * planar, axis=1)) <= cc.dead_zone
         command[standing, :2] = 0.0
         if self._command_override is not None:
             command = self._command_override[ids]
@@ -378,12 +398,25 @@ class G1Shard:
         self.physics.set_gain_scales(ids, kp, kd)
         self.physics.reset_envs(ids, qpos, qvel)
         self.command[ids] = command
-        self.phase[ids] = np.stack((left, np.mod(left + np.pi, R.TWO_PI)), axis=1)
+        self.phase[ids, 0] = left
+        self.phase[ids, 1] = np.mod(left + np.pi, R.TWO_PI)
         self.action[ids] = 0.0
         self.last_action[ids] = 0.0
         self.episode_step[ids] = 0
         self.episode_return[ids] = 0.0
         self._observe(self._read(ids), ids, self.a["obs"], self.a["critic_obs"])
+
+
+def _rows_all(x: np.ndarray) -> np.ndarray:
+    """x.all(axis=1) without the method's Python-level wrapper."""
+    return np.logical_and.reduce(x, axis=1)
+
+
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """`index` as the slice it spans when it is a contiguous ascending range, else itself."""
+    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return index
 
 
 def _between(bounds: list[float], unit: np.ndarray) -> np.ndarray:

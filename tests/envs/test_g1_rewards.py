@@ -57,6 +57,18 @@ def test_gravity_and_up_vector_match_mujoco_rotation() -> None:
         np.testing.assert_allclose(up, rot @ [0.0, 0.0, 1.0], atol=1e-12)
 
 
+def test_up_and_gravity_at_once_are_the_separate_functions_bit_for_bit() -> None:
+    rng = np.random.default_rng(1)
+    quats = rng.normal(size=(64, 4))
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    quats[:8] = [1.0, 0.0, 0.0, 0.0]  # upright: zero products, where signed zeros could differ
+    quats[8:16, 1:3] = -0.0
+    up, gravity = R.up_and_gravity(quats)
+    for got, want in ((up, R.up_vector(quats)), (gravity, R.projected_gravity(quats))):
+        assert got.shape == want.shape == (64, 3)
+        np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
 def test_quat_mul_and_yaw_quat_match_mujoco() -> None:
     a = _axis_angle_quat((0.0, 1.0, 0.0), 0.3)
     yaw = R.yaw_quat(np.array([1.1]))[0]
