@@ -67,6 +67,23 @@ class BatchedMujoco:
         self._nsub = 1
         self._raw = False
         self._next_env: itertools.count[int] = itertools.count()
+        # Per env: its MjData's ctrl / qpos / qvel / sensordata arrays and its rows of ours,
+        # made once. Each attribute access on an MjData builds a new numpy view; with these the
+        # GIL-held work per env and step is ~2 us less (~0.14 ms per step of a 68-env worker).
+        # The MjData objects live as long as this object and are never replaced.
+        self._io = [
+            (
+                d.ctrl,
+                d.qpos,
+                d.qvel,
+                d.sensordata,
+                self.ctrl[i],
+                self.qpos[i],
+                self.qvel[i],
+                self.sensordata[i],
+            )
+            for i, d in enumerate(self.datas)
+        ]
         for i in range(num_envs):
             self._publish(i)
         # The calling thread works too, so the pool holds num_threads - 1 helpers.
@@ -87,8 +104,7 @@ class BatchedMujoco:
     # -- stepping -----------------------------------------------------------------------------
 
     def _work(self) -> None:
-        models, datas, ctrl = self.models, self.datas, self.ctrl
-        qpos, qvel, sens = self.qpos, self.qvel, self.sensordata
+        models, datas, io = self.models, self.datas, self._io
         n, rest, raw = self.num_envs, self._nsub - 1, self._raw
         step, step1, step2, counter = (
             mujoco.mj_step,
@@ -98,7 +114,8 @@ class BatchedMujoco:
         )
         while (i := next(counter)) < n:  # next() on a count is atomic under the GIL
             m, d = models[i], datas[i]
-            d.ctrl[:] = ctrl[i]
+            d_ctrl, d_qpos, d_qvel, d_sens, ctrl, qpos, qvel, sens = io[i]
+            d_ctrl[:] = ctrl
             if raw:
                 step(m, d, rest + 1)
                 continue
@@ -106,9 +123,9 @@ class BatchedMujoco:
             if rest:
                 step(m, d, rest)
             step1(m, d)
-            qpos[i] = d.qpos
-            qvel[i] = d.qvel
-            sens[i] = d.sensordata
+            qpos[:] = d_qpos
+            qvel[:] = d_qvel
+            sens[:] = d_sens
 
     def step(self, nsub: int, *, raw: bool = False) -> None:
         """Hold `self.ctrl` for `nsub` physics steps in every env and publish the outputs.
