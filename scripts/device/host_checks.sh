@@ -2,6 +2,7 @@
 # One device call: the checks a default change needs, then the training loop's host side at
 # g1_walk_h200's 1024 envs, A/B in one machine start.
 #   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/host_checks.sh [DEADLINE_S]
+# 0. a worker's host work per step (physics stubbed, seconds);
 # 1. the learner cycle's bits across processes (validate_determinism, B=2048 u16, twice);
 # 2. 1000 replays of the captured B=2048 u8 cycle with path.aligned_layout; the GPU tests;
 # 3. g1_walk_h200 for AB_ITERS iterations with a checkpoint every AB_EVERY, per variant
@@ -14,6 +15,11 @@ source scripts/device/lib.sh
 learner_suite host_checks "${1:-400}"  # log to $OUT, deadline, work dir W, shared caches
 mkdir -p $W/ab
 echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}"
+# 0. A worker shard's host work per step and per 2-env reset on these cores (physics stubbed;
+#    seconds): how much of the walk's env step the numpy side is (docs/benchmarks.md).
+timeout 60 python3 scripts/bench_shard_host.py --num-envs 34 68 --rounds 10 \
+  --json $W/shard_host.json > $W/logs/shard_host.log 2>&1
+echo "== shard host rc=$? (${SECONDS}s)"; cat $W/logs/shard_host.log
 # 1. Do two processes compute the same cycle? If not, again with Inductor's deterministic mode
 #    (no per-process autotuning of reduction configs, whose near-tied winners can differ in
 #    their summation order: pytorch/pytorch#189121, a candidate for the walk's run-to-run
