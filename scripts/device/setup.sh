@@ -33,5 +33,10 @@ egl_rendering() {
   fi
   local vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
   [ -e $vendor ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
-  export MUJOCO_GL=egl
+  if ldconfig -p 2>/dev/null | grep -q "libEGL.so.1"; then
+    export MUJOCO_GL=egl
+  else  # no EGL loader (the lent machine without .gl/): importing mujoco would fail with egl
+    echo "egl_rendering: no libEGL.so.1 here; MuJoCo rendering off (evaluate with render=false)"
+    export MUJOCO_GL=disable
+  fi
 }
