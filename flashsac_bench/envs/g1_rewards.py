@@ -84,24 +84,10 @@ def feet_phase(
 # -- quaternions ------------------------------------------------------------------------------
 
 
-def projected_gravity(quat: np.ndarray) -> np.ndarray:
-    """World gravity direction (0, 0, -1) in the frame of `quat`: -(third row of R)."""
-    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
-    return -np.stack(
-        (2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)), axis=1
-    )
-
-
-def up_vector(quat: np.ndarray) -> np.ndarray:
-    """The frame's z axis in world coordinates: third column of R."""
-    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
-    return np.stack(
-        (2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)), axis=1
-    )
-
-
 def up_and_gravity(quat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(up_vector(quat), projected_gravity(quat)), the same bits, sharing their products."""
+    """(up, gravity) of the frame `quat`: its z axis in world coordinates (third column of R),
+    and the world gravity direction (0, 0, -1) in its frame (-(third row of R)). Computed from
+    one set of products; the same bits as the two written out separately (tests)."""
     w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
     xz, wy, yz, wx = x * z, w * y, y * z, w * x
     up = np.empty((len(quat), 3))

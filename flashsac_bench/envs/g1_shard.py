@@ -319,8 +319,10 @@ class G1Shard:
         c[:, COMMAND] = self.command[rows]
         c[:, PHASE] = self.phase[rows]
         np.multiply(s["lin_vel"], ocfg.lin_vel_scale, out=c[:, LIN_VEL])
-        o = c[:, :OBS_DIM].copy() if some else obs
-        if not some:
+        if some:
+            o = c[:, :OBS_DIM].copy()
+        else:  # every row: the noisy policy obs are made in place in `obs`
+            o = obs
             o[:] = c[:, :OBS_DIM]
         if ocfg.add_noise:
             noise = self.rng.unit(NOISE_STREAM, rows, NOISE_VALUES)

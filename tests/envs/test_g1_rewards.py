@@ -36,12 +36,16 @@ def test_penalties_on_hand_values() -> None:
     np.testing.assert_allclose(R.pose(rel, np.array([2.0, 0.5, 7.0])), [0.02 + 0.02])
 
 
+def _gravity(quat: np.ndarray) -> np.ndarray:
+    return R.up_and_gravity(quat)[1]
+
+
 def test_orientation_is_zero_upright_and_sin2_tilt_when_tilted() -> None:
-    upright = R.projected_gravity(np.array([[1.0, 0.0, 0.0, 0.0]]))
+    upright = _gravity(np.array([[1.0, 0.0, 0.0, 0.0]]))
     np.testing.assert_allclose(upright, [[0.0, 0.0, -1.0]])
     assert R.orientation(upright)[0] == 0.0
     for axis in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.6, 0.8, 0.0)):
-        tilted = R.projected_gravity(_axis_angle_quat(axis, math.radians(30))[None])
+        tilted = _gravity(_axis_angle_quat(axis, math.radians(30))[None])
         assert R.orientation(tilted)[0] == pytest.approx(0.25)
 
 
@@ -49,12 +53,29 @@ def test_gravity_and_up_vector_match_mujoco_rotation() -> None:
     rng = np.random.default_rng(0)
     quats = rng.normal(size=(5, 4))
     quats /= np.linalg.norm(quats, axis=1, keepdims=True)
-    for q, g, up in zip(quats, R.projected_gravity(quats), R.up_vector(quats), strict=True):
+    up_all, gravity_all = R.up_and_gravity(quats)
+    for q, g, up in zip(quats, gravity_all, up_all, strict=True):
         mat = np.zeros(9)
         mujoco.mju_quat2Mat(mat, q)
         rot = mat.reshape(3, 3)  # body -> world
         np.testing.assert_allclose(g, rot.T @ [0.0, 0.0, -1.0], atol=1e-12)
         np.testing.assert_allclose(up, rot @ [0.0, 0.0, 1.0], atol=1e-12)
+
+
+def _projected_gravity(quat: np.ndarray) -> np.ndarray:
+    """The env's gravity as it was written before up_and_gravity (the reference)."""
+    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
+    return -np.stack(
+        (2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)), axis=1
+    )
+
+
+def _up_vector(quat: np.ndarray) -> np.ndarray:
+    """The env's up vector as it was written before up_and_gravity (the reference)."""
+    w, x, y, z = quat[:, 0], quat[:, 1], quat[:, 2], quat[:, 3]
+    return np.stack(
+        (2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)), axis=1
+    )
 
 
 def test_up_and_gravity_at_once_are_the_separate_functions_bit_for_bit() -> None:
@@ -64,7 +85,7 @@ def test_up_and_gravity_at_once_are_the_separate_functions_bit_for_bit() -> None
     quats[:8] = [1.0, 0.0, 0.0, 0.0]  # upright: zero products, where signed zeros could differ
     quats[8:16, 1:3] = -0.0
     up, gravity = R.up_and_gravity(quats)
-    for got, want in ((up, R.up_vector(quats)), (gravity, R.projected_gravity(quats))):
+    for got, want in ((up, _up_vector(quats)), (gravity, _projected_gravity(quats))):
         assert got.shape == want.shape == (64, 3)
         np.testing.assert_array_equal(got.view(np.uint64), want.view(np.uint64))
 
