@@ -80,10 +80,10 @@ class _Subject:
     def __init__(self, g1_shard: ModuleType, task_cls: type, num_envs: int) -> None:
         cfg = task_cls()
         model = g1_shard.build_task_model(cfg)
-        self.arrays = {
-            name: np.zeros((num_envs, *shape), dtype=dtype)
-            for name, shape, dtype in g1_shard.array_spec(model).fields
-        }
+        spec = g1_shard.array_spec(model)
+        # One block laid out as the vector env lays it out (envs.shards.InlineShards).
+        self._block = np.zeros(spec.nbytes(num_envs), dtype=np.uint8)
+        self.arrays = spec.views(self._block, num_envs)
         self.shard = g1_shard.G1Shard(cfg, 0, num_envs, 1, 1, self.arrays)
         self.shard.reset()
         self.arrays["actions"][:] = 0.05
