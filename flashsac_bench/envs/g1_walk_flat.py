@@ -68,6 +68,7 @@ episodes than in earlier versions, and env states checkpointed before then canno
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -206,10 +207,13 @@ class G1WalkFlat:
         # The scale of this step is the one set after the previous step (UniLab's order).
         self._shards.post("step", self._penalty_scale)
 
-    def step_end(self) -> EnvStep:
-        """Wait for the step `step_begin` started; the same EnvStep as `step`."""
-        self._shards.settle()
+    def step_end(self, on_rows: Callable[[EnvStep, int, int], None] | None = None) -> EnvStep:
+        """Wait for the step `step_begin` started; the same EnvStep as `step`. `on_rows(step,
+        lo, hi)` is called as each worker's env rows [lo, hi) of the step are complete, while
+        other workers may still step (the collector copies them out meanwhile); with worker
+        processes the rows come in the order the workers finish."""
         out = self._out
+        self._shards.settle(None if on_rows is None else lambda lo, hi: on_rows(out, lo, hi))
         done = np.flatnonzero(out.terminated | out.truncated)
         self._metrics.add_step(out, done)
         if done.size:

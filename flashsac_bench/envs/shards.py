@@ -70,6 +70,8 @@ class Shard(Protocol):
 # (lo, hi, row views of every array) -> the shard of envs [lo, hi). Must be picklable (it is
 # sent to the worker processes): a module-level class instance or function.
 ShardFactory = Callable[[int, int, dict[str, np.ndarray]], Shard]
+# Called with a shard's env range [lo, hi) once its reply says those rows are written.
+RowsReady = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -177,8 +179,11 @@ class InlineShards:
     def post(self, method: str, *args: Any) -> None:
         self.call(method, *args)  # nothing runs beside this process: done now
 
-    def settle(self) -> None:
-        pass
+    def settle(self, on_reply: RowsReady | None = None) -> None:
+        """Nothing to wait for: `post` ran the command. `on_reply` (see ProcessShards.settle)
+        is called once, for every env."""
+        if on_reply is not None:
+            on_reply(0, self.num_envs)
 
     def close(self) -> None:
         if self.shard is not None:
@@ -306,13 +311,16 @@ class ProcessShards:
         self._send(method, [args] * len(self._workers))
         self._unread.append((method, self._timeout(method), None))
 
-    def settle(self) -> None:
-        """Wait for every reply still unread (the workers' start, posted commands)."""
+    def settle(self, on_reply: RowsReady | None = None) -> None:
+        """Wait for every reply still unread (the workers' start, posted commands).
+        `on_reply(lo, hi)` is called for each worker's reply to the last posted command as it
+        arrives (its env rows are written then) while the other workers may still run."""
         if self._closed:
             raise EnvWorkerError("the env workers are closed")
         while self._unread:
             what, timeout_s, deadline = self._unread.pop(0)
-            self._gather(self._workers, what, timeout_s, deadline)
+            last = not self._unread
+            self._gather(self._workers, what, timeout_s, deadline, on_reply if last else None)
 
     def _timeout(self, method: str) -> float:
         return self.timeout_s if method == "step" else max(self.timeout_s, STATE_TIMEOUT_S)
@@ -327,9 +335,17 @@ class ProcessShards:
                 self._fail(w, f"{w.name} is gone ({self._exit_text(w)}) before {method!r}")
 
     def _gather(
-        self, workers: list[_Worker], what: str, timeout_s: float, deadline: float | None = None
+        self,
+        workers: list[_Worker],
+        what: str,
+        timeout_s: float,
+        deadline: float | None = None,
+        on_reply: RowsReady | None = None,
     ) -> list[Any]:
         results: dict[int, Any] = {}
+        # A failing on_reply must not leave replies unread (the next command would read them as
+        # its own): the rest are gathered, then its error is raised.
+        reply_error: BaseException | None = None
         waiting = {w.conn: w for w in workers}
         if deadline is None:
             deadline = time.monotonic() + timeout_s
@@ -352,6 +368,13 @@ class ProcessShards:
                     verb = "failed to start" if what == "start" else f"failed in {what!r}"
                     self._fail(w, f"{w.name} {verb}: {value}")
                 results[w.index] = value
+                if on_reply is not None and reply_error is None:
+                    try:
+                        on_reply(w.lo, w.hi)
+                    except BaseException as err:  # noqa: BLE001 - raised once all are read
+                        reply_error = err
+        if reply_error is not None:
+            raise reply_error
         return [results[w.index] for w in workers]
 
     def _exit_text(self, w: _Worker) -> str:

@@ -110,37 +110,74 @@ class Staging:
 
 def pack_tick(env: VecEnv, staging: Staging, want_metrics: bool) -> TickResult:
     """Step every env once with staging.actions and pack the transitions (collector thread)."""
+    if splits_its_step(env):
+        return end_split_tick(env, staging, want_metrics, begin_split_tick(env, staging))
     t0 = time.perf_counter()
     pack_current(staging)
     t1 = time.perf_counter()
     step = env.step(staging.actions)
-    return pack_step(env, staging, step, want_metrics, t0, t1)
+    t2 = time.perf_counter()
+    pack_rows(staging, step, 0, staging.num_envs)
+    return tick_result(env, staging, step, want_metrics, t0, t1, t2)
+
+
+def begin_split_tick(env: VecEnv, staging: Staging) -> float:
+    """Hand the actions to an env that splits its step (worker processes) and pack the tick's
+    first columns while its workers step; returns when the tick began."""
+    t0 = time.perf_counter()
+    env.step_begin(staging.actions)  # type: ignore[attr-defined]
+    pack_current(staging)
+    return t0
+
+
+def end_split_tick(env: VecEnv, staging: Staging, want_metrics: bool, t0: float) -> TickResult:
+    """Complete a split step, packing each worker's rows as soon as that worker is done (the
+    copies of early workers overlap the slowest worker's physics). Its env_step_ms spans the
+    whole split step, packing included: what is left as cycle_ms - env_step_ms is the serial
+    rest."""
+
+    def rows_done(step: EnvStep, lo: int, hi: int) -> None:
+        pack_rows(staging, step, lo, hi)
+
+    step = env.step_end(on_rows=rows_done)  # type: ignore[attr-defined]
+    return tick_result(env, staging, step, want_metrics, t0, t0, time.perf_counter())
 
 
 def pack_current(staging: Staging) -> None:
     """The tick's first columns: the obs the actions are taken on, and the actions. They must be
-    copied before the env's step overwrites its output arrays."""
+    copied before pack_rows overwrites staging's current obs with the step's."""
     s, c = staging, staging.cols
     c["obs"][:] = s.obs
     c["critic_obs"][:] = s.critic_obs
     c["actions"][:] = s.actions
 
 
-def pack_step(
-    env: VecEnv, staging: Staging, step: EnvStep, want_metrics: bool, t0: float, t1: float
-) -> TickResult:
-    """The rest of the tick's rows from the step's outputs, the current obs for the next act,
-    and the tick's facts; t0 / t1: when packing / the step began."""
-    t2 = time.perf_counter()
+def pack_rows(staging: Staging, step: EnvStep, lo: int, hi: int) -> None:
+    """Env rows [lo, hi) of the step's outputs into the tick's slab, and their current obs and
+    dones for the next act."""
     s, c = staging, staging.cols
-    c["next_obs"][:] = step.final_obs  # the TRUE next obs, also where an episode just ended
-    c["next_critic_obs"][:] = step.final_critic_obs
-    c["rewards"][:, 0] = step.reward
-    c["terminated"][:, 0] = step.terminated
-    c["truncated"][:, 0] = step.truncated
-    dones = np.logical_or(step.terminated, step.truncated)
-    s.set_current(step.obs, step.critic_obs, dones)
-    done_idx = np.flatnonzero(dones)
+    c["next_obs"][lo:hi] = step.final_obs[lo:hi]  # the TRUE next obs, also where one just ended
+    c["next_critic_obs"][lo:hi] = step.final_critic_obs[lo:hi]
+    c["rewards"][lo:hi, 0] = step.reward[lo:hi]
+    c["terminated"][lo:hi, 0] = step.terminated[lo:hi]
+    c["truncated"][lo:hi, 0] = step.truncated[lo:hi]
+    s.obs[lo:hi] = step.obs[lo:hi]
+    s.critic_obs[lo:hi] = step.critic_obs[lo:hi]
+    s.dones[lo:hi] = np.logical_or(step.terminated[lo:hi], step.truncated[lo:hi])
+
+
+def tick_result(
+    env: VecEnv,
+    staging: Staging,
+    step: EnvStep,
+    want_metrics: bool,
+    t0: float,
+    t1: float,
+    t2: float,
+) -> TickResult:
+    """The tick's facts once every row is packed; t0 / t1 / t2: when the tick / the step began
+    and when the step ended."""
+    done_idx = np.flatnonzero(staging.dones)
     result = TickResult(
         env_step_ms=(t2 - t1) * 1e3,
         cycle_ms=0.0,
@@ -263,28 +300,23 @@ class InlineCollector:
         self.env, self.staging = env, staging
         self._tick = -1
         self._want_metrics = False
-        self._started: tuple[float, float] | None = None
+        self._started: float | None = None  # when the tick in flight began
 
     def start(self) -> None:
         """Nothing to start (the Collector interface)."""
 
     def submit(self, tick: int, want_metrics: bool) -> None:
         self._tick, self._want_metrics = tick, want_metrics
-        t0 = time.perf_counter()
-        pack_current(self.staging)
-        t1 = time.perf_counter()
         try:
-            self.env.step_begin(self.staging.actions)  # type: ignore[attr-defined]
+            self._started = begin_split_tick(self.env, self.staging)
         except Exception as err:
             raise self._failed(err) from err
-        self._started = (t0, t1)
 
     def wait(self) -> TickResult:
         assert self._started is not None, "wait() without submit()"
-        (t0, t1), self._started = self._started, None
+        t0, self._started = self._started, None
         try:
-            step = self.env.step_end()  # type: ignore[attr-defined]
-            result = pack_step(self.env, self.staging, step, self._want_metrics, t0, t1)
+            result = end_split_tick(self.env, self.staging, self._want_metrics, t0)
         except Exception as err:
             raise self._failed(err) from err
         result.start_ms = 0.0

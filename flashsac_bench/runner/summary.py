@@ -46,6 +46,12 @@ TIMING_SEMANTICS = {
         "from the tick's start to its packed rows on the main thread (the update's launch "
         "included)"
     ),
+    "env_step_ms": (
+        "env.step inside the tick; with an env that splits its step across worker processes, "
+        "from handing the actions over to the last worker's rows packed (each worker's rows "
+        "are copied while the others still step, so collector_cycle_ms - env_step_ms is the "
+        "serial rest of the packing)"
+    ),
     "iter_ms": (
         "host wall time of one iteration: action hand-off, update launch, collector join, "
         "replay insert, reward stats, logging; excludes checkpoint writes"

@@ -42,9 +42,18 @@ def _actions(steps: int, seed: int = 0) -> np.ndarray:
 def _record(env: G1WalkFlat, actions: np.ndarray, split: bool = False) -> dict[str, Any]:
     rows, scales = [], []
     for a in actions:
-        if split:  # runner.collector.InlineCollector's way: the workers step meanwhile
+        if split:  # runner.collector's way: the workers step meanwhile
+            handed: list[tuple[int, int, np.ndarray]] = []
+
+            def copy_rows(step: Any, lo: int, hi: int, handed: list = handed) -> None:
+                handed.append((lo, hi, np.hstack([step.final_obs[lo:hi], step.obs[lo:hi]])))
+
             env.step_begin(a)
-            s = env.step_end()
+            s = env.step_end(on_rows=copy_rows)
+            # each worker's rows once, complete when handed over
+            assert sorted((lo, hi) for lo, hi, _ in handed) == env._shards.ranges
+            for lo, hi, got in handed:
+                np.testing.assert_array_equal(got, np.hstack([s.final_obs[lo:hi], s.obs[lo:hi]]))
         else:
             s = env.step(a)
         rows.append(

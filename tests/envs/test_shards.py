@@ -90,6 +90,45 @@ def test_any_split_computes_the_same_envs() -> None:
     np.testing.assert_array_equal(outs[0], outs[2])
 
 
+def test_settle_hands_over_each_workers_rows_once_and_a_failing_hook_loses_no_reply() -> None:
+    hooked = FakeShardedEnv(7, seed=3, workers=3)
+    plain = FakeShardedEnv(7, seed=3, workers=3)
+    try:
+        hooked.reset(), plain.reset()
+        hooked.shards.post("reset")  # an older command still unread: no hook for its replies
+        plain.reset()
+        hooked._actions[:] = _actions(hooked)
+        hooked.shards.post("step")
+        seen: dict[tuple[int, int], np.ndarray] = {}
+
+        def copy_rows(lo: int, hi: int) -> None:
+            assert (lo, hi) not in seen
+            seen[(lo, hi)] = hooked.out.obs[lo:hi].copy()
+
+        hooked.shards.settle(copy_rows)
+        plain.step(_actions(plain))
+        assert sorted(seen) == hooked.shards.ranges
+        for (lo, hi), rows in seen.items():  # the rows were complete when handed over
+            np.testing.assert_array_equal(rows, plain.out.obs[lo:hi])
+
+        def boom(lo: int, hi: int) -> None:
+            raise ValueError(f"boom at {lo}")
+
+        hooked._actions[:] = _actions(hooked, 1)
+        hooked.shards.post("step")
+        with pytest.raises(ValueError, match="boom at"):
+            hooked.shards.settle(boom)
+        assert hooked.shards._unread == []  # every reply was read all the same
+        plain.step(_actions(plain, 1))
+        for k in (2, 3):  # so the next commands read their own replies
+            np.testing.assert_array_equal(
+                hooked.step(_actions(hooked, k)).obs, plain.step(_actions(plain, k)).obs
+            )
+    finally:
+        hooked.close()
+        plain.close()
+
+
 @pytest.mark.parametrize(
     ("faults", "match"),
     [

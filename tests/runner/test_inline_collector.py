@@ -34,11 +34,16 @@ class SplitFakeEnv(FakeEnv):
         assert self._pending is None, "step_begin twice without step_end"
         self._pending = np.array(actions, copy=True)
 
-    def step_end(self):
+    def step_end(self, on_rows=None):
         actions, self._pending = self._pending, None
         assert actions is not None, "step_end without step_begin"
         self.split_steps += 1
-        return self.step(actions)
+        out = self.step(actions)
+        if on_rows is not None:  # two "workers", the second one done first
+            half = self.num_envs // 2
+            on_rows(out, half, self.num_envs)
+            on_rows(out, 0, half)
+        return out
 
 
 def _run(tmp_path, name, factory, **run):
@@ -59,15 +64,20 @@ def test_the_inline_tick_trains_exactly_like_the_thread(tmp_path):
     threads_before = threading.active_count()
     s_thread, c_thread = _run(tmp_path, "thread", lambda t, b, n, s: FakeEnv(n, s))
     s_inline, c_inline = _run(tmp_path, "inline", split, collector_thread=False)
+    # The thread also splits such an env's step, packing each "worker's" rows as they come.
+    s_split, c_split = _run(tmp_path, "thread_split", split)
     assert s_thread["training_config"]["collector"] == "thread"
+    assert s_split["training_config"]["collector"] == "thread"
     assert s_inline["training_config"]["collector"] == "inline"
-    assert envs[0].split_steps == ITERATIONS  # every tick went through step_begin / step_end
-    assert [timing_free(r) for r in s_inline["rows_all"]] == [
-        timing_free(r) for r in s_thread["rows_all"]
-    ]
-    for key, t in c_thread["learner"]["tensors"].items():
-        assert torch.equal(t, c_inline["learner"]["tensors"][key]), key
-    assert torch.equal(c_thread["replay"]["storage"], c_inline["replay"]["storage"])
+    # every tick went through step_begin / step_end
+    assert [e.split_steps for e in envs] == [ITERATIONS, ITERATIONS]
+    for summary, ckpt in ((s_inline, c_inline), (s_split, c_split)):
+        assert [timing_free(r) for r in summary["rows_all"]] == [
+            timing_free(r) for r in s_thread["rows_all"]
+        ]
+        for key, t in c_thread["learner"]["tensors"].items():
+            assert torch.equal(t, ckpt["learner"]["tensors"][key]), key
+        assert torch.equal(c_thread["replay"]["storage"], ckpt["replay"]["storage"])
     assert all(r["collector_start_ms"] == 0.0 for r in s_inline["rows_all"])
     assert threading.active_count() <= threads_before  # no collector thread was left
 
