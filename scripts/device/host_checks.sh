@@ -9,6 +9,10 @@
 #    (AB="name:overrides,... ..."; default: 15 vs 16 workers, inline vs background checkpoints,
 #    the env tick on the collector thread vs the main thread): iteration / env-step medians,
 #    the iteration's host parts, the checkpoints' stall.
+#    Variants named base_* import flashsac_bench from $BASELINE (an export of an older commit's
+#    package, `git archive <commit> flashsac_bench | tar -x -C DIR`): old and new code A/B in
+#    one machine start.
+# NO_DET=1 / NO_REPLAY=1 / NO_GPU_TESTS=1 skip steps 1 / 2 / the GPU tests.
 # Results: $OUT/host_checks.log, $OUT/host_checks.tgz (summaries, no checkpoints).
 source scripts/device/setup.sh
 source scripts/device/lib.sh
@@ -35,12 +39,12 @@ det_pair() {  # det_pair NAME [validate_determinism options...]
   local rc=$?; echo "== $name b rc=$rc (${SECONDS}s)"; tail -n 8 $W/logs/${name}_b.log
   return $rc
 }
-if [ "$(left)" -gt 300 ]; then
+if [ "$(left)" -gt 300 ] && [ -z "${NO_DET:-}" ]; then
   det_pair det || { [ "$(left)" -gt 300 ] &&
     det_pair det_inductor_deterministic --path-options 'inductor_options={"deterministic":true}'; }
 fi
 # 2. path.aligned_layout (off by default until this and a walk pass): 1000 replays.
-if [ "$(left)" -gt 240 ]; then
+if [ "$(left)" -gt 240 ] && [ -z "${NO_REPLAY:-}" ]; then
   timeout 120 python3 scripts/validate_replay_stability.py --replays 1000 --batch-size 2048 \
     --updates 8 --path-options aligned_layout=true --output $W/replay_b2048_u8_aligned.json \
     > $W/logs/replay.log 2>&1
@@ -51,9 +55,19 @@ if [ "$(left)" -gt 200 ] && [ -z "${NO_GPU_TESTS:-}" ]; then
     tests/runner/test_runner_gpu.py > $W/logs/gpu_tests.log 2>&1
   echo "== gpu tests rc=$? (${SECONDS}s)"; tail -n 3 $W/logs/gpu_tests.log
 fi
+# PROBE=N: MuJoCo alone at N envs in 15 and 16 worker processes (the bare env and its ceiling).
+if [ -n "${PROBE:-}" ] && [ "$(left)" -gt 120 ]; then
+  timeout 100 python3 scripts/bench_env.py --num-envs $PROBE --workers 15 16 --ceiling \
+    --steps 200 --repeats 3 --deadline 60 > $W/logs/probe.log 2>&1
+  echo "== env probe rc=$? (${SECONDS}s)"; tail -n 6 $W/logs/probe.log
+fi
 ab_run() {  # ab_run NAME OVERRIDES...
-  local name=$1; shift
-  timeout 150 python3 -m flashsac_bench +experiment=g1_walk_h200 hydra.run.dir=$W/ab/$name \
+  local name=$1 path=$PYTHONPATH; shift
+  if [[ $name == base_* ]]; then
+    [ -e "$BASELINE/flashsac_bench/conf" ] || ln -s "$PWD/conf" "$BASELINE/flashsac_bench/conf"
+    path=$BASELINE:$PYTHONPATH
+  fi
+  PYTHONPATH=$path timeout 150 python3 -m flashsac_bench +experiment=g1_walk_h200 hydra.run.dir=$W/ab/$name \
     run.progress=plain run.iterations=${AB_ITERS:-600} run.checkpoint_every=${AB_EVERY:-200} \
     "$@" > $W/logs/ab_$name.log 2>&1
   echo "== $name rc=$? (${SECONDS}s)"
@@ -70,15 +84,18 @@ import json, statistics as st, sys
 def med(rows, key):
     vals = [r[key] for r in rows if r.get(key) is not None]
     return st.median(vals) if vals else float("nan")
-print(f"{'run':<11} {'iter med':>8} {'mean':>6} {'env':>6} {'pack':>5} {'act':>5} {'start':>5} "
-      f"{'book':>5} {'loop s':>6}  checkpoints (iteration: blocking s / s)")
+# pack: collector_cycle - env_step (with split-step packing, only the serial rest of it);
+# beyond env: iteration - env_step, all the iteration's host work on the serial path.
+print(f"{'run':<11} {'iter med':>8} {'mean':>6} {'env':>6} {'beyond':>6} {'pack':>5} {'act':>5} "
+      f"{'start':>5} {'book':>5} {'loop s':>6}  checkpoints (iteration: blocking s / s)")
 for f in sys.argv[1:]:
     s = json.load(open(f)); rows = [r for r in s["rows_all"] if r.get("iter_ms") is not None]
     if len(rows) < 10: continue
     pack = st.median(r["collector_cycle_ms"] - r["env_step_ms"] for r in rows)
     ck = "  ".join(f"{c['iteration']}: {c['blocking_s']:.2f}/{c['s']:.2f}" for c in s["checkpoints"])
+    beyond = st.median(r["iter_ms"] - r["env_step_ms"] for r in rows)
     print(f"{f.split('/')[-2]:<11} {med(rows, 'iter_ms'):8.2f} {st.mean(r['iter_ms'] for r in rows):6.2f} "
-          f"{med(rows, 'env_step_ms'):6.2f} {pack:5.2f} {med(rows, 'action_ms'):5.2f} "
+          f"{med(rows, 'env_step_ms'):6.2f} {beyond:6.2f} {pack:5.2f} {med(rows, 'action_ms'):5.2f} "
           f"{med(rows, 'collector_start_ms'):5.2f} {med(rows, 'bookkeeping_ms'):5.2f} "
           f"{s['wall_s']:6.1f}  {ck}")
 PY
