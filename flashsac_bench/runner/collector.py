@@ -49,6 +49,8 @@ class TickResult:
     # From the tick's release (Collector.submit) to its thread starting it: the wake-up and the
     # GIL hand-off while the main thread stores and launches the update (serial path).
     start_ms: float | None = None
+    # time.perf_counter() when the tick was complete (its rows packed)
+    end: float = 0.0
 
 
 @dataclass
@@ -187,7 +189,8 @@ def tick_result(
         episode_lengths=np.asarray(step.episode_length)[done_idx].astype(np.float64),
         env_metrics=dict(env.metrics()) if want_metrics else None,
     )
-    result.cycle_ms = (time.perf_counter() - t0) * 1e3
+    result.end = time.perf_counter()
+    result.cycle_ms = (result.end - t0) * 1e3
     return result
 
 

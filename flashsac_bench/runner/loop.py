@@ -276,6 +276,7 @@ class Runner:
             self._finalize_pending(p)
             # 3. collector steps the envs ...
             staging.select(k % Staging.SLABS if overlap else 0)
+            released = time.perf_counter()
             collector.submit(k, want_metrics=(k + 1) % log_every == 0 or k == iterations - 1)
             # 4. ... while tick k-1 is stored (run.overlap_store) and the learner updates from
             # the ring, in that order on one stream: the update sees every earlier tick.
@@ -286,7 +287,9 @@ class Runner:
             update_end = time.perf_counter()
             # 5. join; store now, or (overlap) in the next iteration while the envs step
             tick = collector.wait()
-            marks = IterationMarks(start, acted, update_start, update_end, time.perf_counter())
+            marks = IterationMarks(
+                start, acted, released, update_start, update_end, time.perf_counter()
+            )
             ring.advance(c.run.num_envs)  # host mirror: tick k counts from k+1 on
             steps.store_later(staging.index)
             if not overlap:

@@ -45,6 +45,7 @@ class IterationMarks:
 
     start: float
     acted: float  # 1. the actions are on the host
+    released: float  # 3. the collector is about to be released (late values read)
     update_start: float  # 3./4. envs released, the waiting tick stored: the update launches
     update_end: float  # the update is launched (its GPU time is LearnerTimer's)
     joined: float  # 5. the collector's tick is back
@@ -135,6 +136,9 @@ class Records:
             "learner_host_ms": (marks.update_end - marks.update_start) * ms if learning else None,
             "collector_wait_ms": (marks.joined - marks.update_end) * ms,
             "collector_start_ms": tick.start_ms,
+            "release_ms": (marks.released - marks.acted) * ms,
+            # from the tick complete (and the update launched) to the main thread going on
+            "join_ms": (marks.joined - max(tick.end, marks.update_end)) * ms,
             "insert_ms": insert_ms,
             "bookkeeping_ms": None,
             "replay_rows": replay_rows,

@@ -17,6 +17,8 @@ TAGS = {
     "learner_host_ms": "perf/learner_host_ms",
     "collector_wait_ms": "perf/collector_wait_ms",
     "collector_start_ms": "perf/collector_start_ms",
+    "release_ms": "perf/release_ms",
+    "join_ms": "perf/join_ms",
     "insert_ms": "perf/replay_insert_ms",
     "bookkeeping_ms": "perf/bookkeeping_ms",
     "replay_rows": "perf/replay_rows",

@@ -29,6 +29,8 @@ EXTRA_TIMINGS = (
     "learner_host_ms",
     "collector_wait_ms",
     "collector_start_ms",
+    "release_ms",
+    "join_ms",
     "insert_ms",
     "bookkeeping_ms",
 )
@@ -59,6 +61,14 @@ TIMING_SEMANTICS = {
     "collector_start_ms": (
         "from the collector's release to its thread starting the tick (thread wake-up and GIL "
         "hand-off while the main thread stores and launches the update): on the serial path"
+    ),
+    "release_ms": (
+        "from the actions on the host to the collector's release: the previous update's late "
+        "values read and the slab selected; on the serial path"
+    ),
+    "join_ms": (
+        "from the tick complete (and the update launched, whichever is later) to the main "
+        "thread going on with it: the wake-up after the join; on the serial path"
     ),
     "insert_ms": (
         "host time of the store call (replay insert + reward stats) issued in the iteration; "

@@ -87,7 +87,8 @@ def med(rows, key):
 # pack: collector_cycle - env_step (with split-step packing, only the serial rest of it);
 # beyond env: iteration - env_step, all the iteration's host work on the serial path.
 print(f"{'run':<11} {'iter med':>8} {'mean':>6} {'env':>6} {'beyond':>6} {'pack':>5} {'act':>5} "
-      f"{'start':>5} {'book':>5} {'loop s':>6}  checkpoints (iteration: blocking s / s)")
+      f"{'rel':>5} {'start':>5} {'join':>5} {'book':>5} {'loop s':>6}  "
+      "checkpoints (iteration: blocking s / s)")
 for f in sys.argv[1:]:
     s = json.load(open(f)); rows = [r for r in s["rows_all"] if r.get("iter_ms") is not None]
     if len(rows) < 10: continue
@@ -96,7 +97,8 @@ for f in sys.argv[1:]:
     beyond = st.median(r["iter_ms"] - r["env_step_ms"] for r in rows)
     print(f"{f.split('/')[-2]:<11} {med(rows, 'iter_ms'):8.2f} {st.mean(r['iter_ms'] for r in rows):6.2f} "
           f"{med(rows, 'env_step_ms'):6.2f} {beyond:6.2f} {pack:5.2f} {med(rows, 'action_ms'):5.2f} "
-          f"{med(rows, 'collector_start_ms'):5.2f} {med(rows, 'bookkeeping_ms'):5.2f} "
+          f"{med(rows, 'release_ms'):5.2f} {med(rows, 'collector_start_ms'):5.2f} "
+          f"{med(rows, 'join_ms'):5.2f} {med(rows, 'bookkeeping_ms'):5.2f} "
           f"{s['wall_s']:6.1f}  {ck}")
 PY
 find $W -name "*.pt" -path "*checkpoints*" -delete

@@ -124,6 +124,11 @@ def test_timings_nest_per_iteration(tiny_run):
         # the serial host tail after the join: inside the iteration, beside the other parts
         parts = r["action_ms"] + r["collector_wait_ms"] + r["insert_ms"] + r["bookkeeping_ms"]
         assert 0 < r["bookkeeping_ms"] and parts <= r["iter_ms"]
+        # the serial path's pieces: action, release, the tick, the wake-up after it, the tail
+        assert r["release_ms"] >= 0 and r["join_ms"] >= 0
+        serial = r["action_ms"] + r["release_ms"] + r["collector_start_ms"]
+        serial += r["collector_cycle_ms"] + r["join_ms"] + r["bookkeeping_ms"]
+        assert serial <= r["iter_ms"]
         # the tick starts after its release and ends before the join, inside the iteration
         assert 0 <= r["collector_start_ms"]
         assert r["collector_start_ms"] + r["collector_cycle_ms"] <= r["iter_ms"]
@@ -132,6 +137,8 @@ def test_timings_nest_per_iteration(tiny_run):
         "insert_ms",
         "action_ms",
         "collector_start_ms",
+        "release_ms",
+        "join_ms",
     }
     assert s["extra_timings"]["bookkeeping_ms"]["count"] == len(s["rows"])
 
