@@ -12,7 +12,8 @@ Iteration k (one env step of every env):
   4. ... while the main thread stores tick k-1 from the other slab (run.overlap_store: its
      copy, replay insert and reward statistics), then launches the update cycle on the ring
      -- in that order on one stream, so the update sees every earlier tick -- and copies its
-     metric buffer asynchronously into pinned host memory;
+     metric buffer asynchronously into pinned host memory; then, when a log window is full,
+     writes its TensorBoard point (and checks run.stop_at_walk);
   5. join the collector (without overlap_store, store tick k now).
 Transitions are packed with next_obs = the true final obs.
 """
@@ -285,6 +286,7 @@ class Runner:
             if learning:
                 steps.update()
             update_end = time.perf_counter()
+            rec.flush_due()  # TensorBoard's window point, while the envs step
             # 5. join; store now, or (overlap) in the next iteration while the envs step
             tick = collector.wait()
             marks = IterationMarks(

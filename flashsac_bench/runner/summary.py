@@ -76,7 +76,11 @@ TIMING_SEMANTICS = {
     ),
     "bookkeeping_ms": (
         "host time after the join and the store: the iteration's row, episode statistics, "
-        "progress and logging (the window's TensorBoard write included); on the serial path"
+        "progress and logging; on the serial path"
+    ),
+    "collector_wait_ms": (
+        "from the update's launch to the tick back; the window's TensorBoard write, when one "
+        "is due, is done first (while the envs step)"
     ),
     "setup_s": (
         "host wall time from the runner's start to its first iteration: env build (its workers "
