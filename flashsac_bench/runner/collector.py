@@ -291,11 +291,11 @@ class Collector:
 class InlineCollector:
     """The collector without a thread, for an env whose step is split (`step_begin` hands the
     actions to its worker processes and returns, `step_end` gathers; the G1 env with
-    backend.mode=processes): `submit` packs the tick's first columns and starts the step on the
-    main thread, the main thread launches the update meanwhile, and `wait` completes the step
-    and packs the rest. No thread wake-up or GIL hand-off sits between the actions and the
-    workers (run.collector_thread=false). A hung worker is reported by the env's own timeout
-    (backend.worker_timeout_s), naming it."""
+    backend.mode=processes): `submit` starts the step on the main thread and packs the tick's
+    first columns while the workers step, the main thread launches the update meanwhile, and
+    `wait` completes the step, packing each worker's rows as it replies. No thread wake-up or
+    GIL hand-off sits between the actions and the workers (run.collector_thread=false). A hung
+    worker is reported by the env's own timeout (backend.worker_timeout_s), naming it."""
 
     hung = False
 
