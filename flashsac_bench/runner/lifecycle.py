@@ -248,6 +248,8 @@ def record_failure(records: Records, err: BaseException) -> None:
         state.status = "failed"
         state.reason = f"{type(err).__name__}: {err}"
     try:
+        # The last finished iteration's row, without the learner values a sync would read.
+        records.record_deferred(None, None)
         records.write_summary()
     except Exception as write_err:  # noqa: BLE001 - never mask the original error
         if debug_enabled():

@@ -12,9 +12,11 @@ Iteration k (one env step of every env):
   4. ... while the main thread stores tick k-1 from the other slab (run.overlap_store: its
      copy, replay insert and reward statistics), then launches the update cycle on the ring
      -- in that order on one stream, so the update sees every earlier tick -- and copies its
-     metric buffer asynchronously into pinned host memory; then, when a log window is full,
-     writes its TensorBoard point (and checks run.stop_at_walk);
-  5. join the collector (without overlap_store, store tick k now).
+     metric buffer asynchronously into pinned host memory; then builds iteration k-1's row
+     (episode statistics, the row with its late values, the progress line) and, when a log
+     window is full, writes its TensorBoard point (and checks run.stop_at_walk);
+  5. join the collector (without overlap_store, store tick k now). Iteration k's serial part
+     ends here; its row waits for iteration k+1 (or a checkpoint, the loop's end, a failure).
 Transitions are packed with next_obs = the true final obs.
 """
 
@@ -49,7 +51,13 @@ from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, build_env, warn_oversubscription
 from flashsac_bench.runner.liveness import Heartbeat
 from flashsac_bench.runner.progress import Progress
-from flashsac_bench.runner.records import IterationMarks, Records, RunInfo, RunState
+from flashsac_bench.runner.records import (
+    DeferredRow,
+    IterationMarks,
+    Records,
+    RunInfo,
+    RunState,
+)
 from flashsac_bench.runner.summary import device_info, git_info, load_summary
 from flashsac_bench.runner.writes import write_error
 
@@ -96,6 +104,7 @@ class Runner:
         self._resume_payload: dict[str, Any] | None = None  # until setup restores it
         self.writer = CheckpointWriter()  # run.background_checkpoints
         self._run_t0 = time.perf_counter()
+        self._progress: Progress | None = None  # the loop's, while it runs
 
     # ------------------------------------------------------------------ entry
     def run(self) -> dict[str, Any]:
@@ -120,7 +129,9 @@ class Runner:
                 self.records.write_summary()  # status "starting": readers see the run
                 self.parts = parts = self._setup(closing)
                 with Progress(self.cfg.run.progress, self.cfg.run.log_every) as progress:
+                    self._progress = progress
                     self._train(parts, signals, progress)
+                self._progress = None
                 self._finish(parts, signals)
             except BaseException as err:
                 lifecycle.record_failure(self.records, err)
@@ -274,7 +285,7 @@ class Runner:
                 steps.act_random()
             acted = time.perf_counter()
             # 2. iteration k-1's late values are complete now
-            self._finalize_pending(p)
+            late = self._late_values(p)
             # 3. collector steps the envs ...
             staging.select(k % Staging.SLABS if overlap else 0)
             released = time.perf_counter()
@@ -286,25 +297,20 @@ class Runner:
             if learning:
                 steps.update()
             update_end = time.perf_counter()
-            rec.flush_due()  # TensorBoard's window point, while the envs step
+            # Iteration k-1's row and TensorBoard's window point, while the envs step.
+            rec.record_deferred(late, progress)
+            rec.flush_due()
             # 5. join; store now, or (overlap) in the next iteration while the envs step
             tick = collector.wait()
-            marks = IterationMarks(
-                start, acted, released, update_start, update_end, time.perf_counter()
-            )
+            joined = time.perf_counter()
             ring.advance(c.run.num_envs)  # host mirror: tick k counts from k+1 on
             steps.store_later(staging.index)
             if not overlap:
                 insert_ms += steps.flush_store()
-            stored = time.perf_counter()
-
-            rec.add_tick(tick)
-            row = rec.row(k, learning, tick, marks, insert_ms, ring.count)
-            rec.add(row)
-            rec.show(tick, progress, row)
-            shown = time.perf_counter()
-            row["bookkeeping_ms"] = (shown - stored) * 1e3  # set last: it covers show, too
-            row["iter_ms"] = (shown - start) * 1e3
+            marks = IterationMarks(
+                start, acted, released, update_start, update_end, joined, time.perf_counter()
+            )
+            rec.defer(DeferredRow(k, learning, tick, marks, insert_ms, ring.count))
             st.done_iterations = k + 1
             every = c.run.checkpoint_every
             if every and st.done_iterations % every == 0 and st.done_iterations < iterations:
@@ -314,13 +320,14 @@ class Runner:
         steps.flush_store()
         if cuda:
             torch.cuda.synchronize(self.device)
-        self._finalize_pending(p)
+        rec.record_deferred(self._late_values(p), progress)
         rec.flush_window()
 
-    def _finalize_pending(self, p: Parts) -> None:
-        """Fill the pending row's learner time and losses (their copies are complete)."""
-        if self.records.pending is not None:
-            self.records.complete_pending(*p.steps.late_values())
+    def _late_values(self, p: Parts) -> tuple[float | None, dict[str, float] | None] | None:
+        """The deferred row's learner time and losses, if its iteration learned (call after a
+        sync past its update: the next action hand-off, or a device synchronize)."""
+        d = self.records.deferred
+        return p.steps.late_values() if d is not None and d.learning else None
 
     # ------------------------------------------------------------------ checkpoints, ending
     def _checkpoint(self, p: Parts, *, background: bool = False) -> None:
@@ -331,7 +338,7 @@ class Runner:
         p.steps.flush_store()  # the checkpoint's ring holds every finished tick
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        self._finalize_pending(p)
+        self.records.record_deferred(self._late_values(p), self._progress)
         path, payload = lifecycle.checkpoint_snapshot(
             p.learner, p.env, p.staging, self.records, self.writer.ring_copy
         )

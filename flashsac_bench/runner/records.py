@@ -1,8 +1,10 @@
 """What a run records: one row per iteration, the episode windows, the TensorBoard scalars, the
 progress line, and summary.json made of them together with the run's description and status.
 
-A learning iteration's row gets its learner time and losses one iteration late (`pending`):
-they are read after the next action hand-off has synchronized past them (see runner.loop).
+Iteration k's row is built during iteration k+1, while the envs step (`defer`, then
+`record_deferred`): off the serial path, and complete at once, since a learning iteration's
+learner time and losses are read after the next action hand-off has synchronized past them (see
+runner.loop). A checkpoint, the loop's end and a failure record the waiting row first.
 """
 
 from __future__ import annotations
@@ -49,6 +51,19 @@ class IterationMarks:
     update_start: float  # 3./4. envs released, the waiting tick stored: the update launches
     update_end: float  # the update is launched (its GPU time is LearnerTimer's)
     joined: float  # 5. the collector's tick is back
+    stored: float  # the tick is stored (or queued): the iteration's serial part ends
+
+
+@dataclass(frozen=True)
+class DeferredRow:
+    """What iteration k's row is built from, during iteration k+1."""
+
+    iteration: int
+    learning: bool
+    tick: TickResult
+    marks: IterationMarks
+    insert_ms: float
+    replay_rows: int
 
 
 @dataclass
@@ -88,7 +103,7 @@ class Records:
         self.rows_all: list[dict[str, Any]] = []
         self.returns: deque[float] = deque(maxlen=EPISODE_WINDOW)
         self.lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
-        self.pending: dict[str, Any] | None = None  # waits for its learner time and losses
+        self.deferred: DeferredRow | None = None  # the last iteration, its row not built yet
         self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_scalars
         self.loop_t0: float | None = None
         self.setup_s: float | None = None  # runner start -> first iteration (this segment)
@@ -112,58 +127,65 @@ class Records:
         if tick.env_metrics is not None:
             self._env_metrics = tick.env_metrics
 
-    def row(
+    def defer(self, deferred: DeferredRow) -> None:
+        """Iteration k is done; its row is built later by `record_deferred`."""
+        assert self.deferred is None, "the previous iteration's row was never recorded"
+        self.deferred = deferred
+
+    def record_deferred(
         self,
-        k: int,
-        learning: bool,
-        tick: TickResult,
-        marks: IterationMarks,
-        insert_ms: float,
-        replay_rows: int,
+        late: tuple[float | None, dict[str, float] | None] | None,
+        progress: Progress | None,
+    ) -> None:
+        """Build, keep and show the deferred iteration's row. `late`: its update's learner time
+        and metrics (a learning iteration; None where they cannot be read, as after a failure)."""
+        d, self.deferred = self.deferred, None
+        if d is None:
+            return
+        t = time.perf_counter()
+        self.add_tick(d.tick)
+        row = self.row(d, late)
+        self.rows_all.append(row)
+        self._window.append(row)
+        if progress is not None:
+            self.show(d.tick, progress, row)
+        row["bookkeeping_ms"] = (time.perf_counter() - t) * 1e3  # set last: it covers show, too
+
+    def row(
+        self, d: DeferredRow, late: tuple[float | None, dict[str, float] | None] | None
     ) -> dict[str, Any]:
-        """Iteration k's row; iter_ms, bookkeeping_ms and (learning) the learner's values are
-        filled in later."""
+        """Iteration k's row (bookkeeping_ms is filled in by record_deferred)."""
         ms = 1e3
+        tick, marks = d.tick, d.marks
+        learner_ms, metrics = late if d.learning and late is not None else (None, None)
         row: dict[str, Any] = {
-            "iteration": k,
-            "env_steps": (k + 1) * self.num_envs,
-            "learning": learning,
-            "iter_ms": None,
-            "learner_train_ms": None,
+            "iteration": d.iteration,
+            "env_steps": (d.iteration + 1) * self.num_envs,
+            "learning": d.learning,
+            "iter_ms": (marks.stored - marks.start) * ms,
+            "learner_train_ms": learner_ms,
             "collector_cycle_ms": tick.cycle_ms,
             "env_step_ms": tick.env_step_ms,
             "action_ms": (marks.acted - marks.start) * ms,
-            "learner_host_ms": (marks.update_end - marks.update_start) * ms if learning else None,
+            "learner_host_ms": (
+                (marks.update_end - marks.update_start) * ms if d.learning else None
+            ),
             "collector_wait_ms": (marks.joined - marks.update_end) * ms,
             "collector_start_ms": tick.start_ms,
             "release_ms": (marks.released - marks.acted) * ms,
             # from the tick complete (and the update launched) to the main thread going on
             "join_ms": (marks.joined - max(tick.end, marks.update_end)) * ms,
-            "insert_ms": insert_ms,
+            "insert_ms": d.insert_ms,
             "bookkeeping_ms": None,
-            "replay_rows": replay_rows,
+            "replay_rows": d.replay_rows,
             "reward_mean": tick.reward_mean,
             "episodes_done": len(tick.episode_returns),
             "episode_return_mean": float(np.mean(self.returns)) if self.returns else None,
             "episode_length_mean": float(np.mean(self.lengths)) if self.lengths else None,
-            "time_s": time.perf_counter() - (self.loop_t0 or marks.start) + self.time_offset_s,
+            "time_s": marks.stored - (self.loop_t0 or marks.start) + self.time_offset_s,
         }
-        row.update({key: None for key in METRICS})
+        row.update({key: (metrics or {}).get(key) for key in METRICS})
         return row
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.rows_all.append(row)
-        if row["learning"]:
-            self.pending = row  # learner time and losses arrive next iteration
-        else:
-            self._window.append(row)
-
-    def complete_pending(self, learner_train_ms: float | None, metrics: dict[str, float]) -> None:
-        row, self.pending = self.pending, None
-        assert row is not None
-        row["learner_train_ms"] = learner_train_ms
-        row.update({key: metrics[key] for key in METRICS})
-        self._window.append(row)
 
     # ------------------------------------------------------------------ progress, TensorBoard
     def flush_due(self) -> None:
@@ -176,9 +198,7 @@ class Records:
     def show(self, tick: TickResult, progress: Progress, row: dict[str, Any]) -> None:
         """The progress line."""
         log_every = self.cfg.run.log_every
-        last = self.rows_all[-2] if len(self.rows_all) > 1 else None
-        done_rows = [r for r in self.rows_all[-log_every - 1 : -1]]
-        iter_vals = [r["iter_ms"] for r in done_rows if r.get("iter_ms")]
+        iter_vals = [r["iter_ms"] for r in self.rows_all[-log_every:] if r.get("iter_ms")]
         iter_ms = float(np.mean(iter_vals)) if iter_vals else None
         learner_ms = next(
             (r["learner_train_ms"] for r in reversed(self.rows_all) if r["learner_train_ms"]),
@@ -193,7 +213,7 @@ class Records:
                 "episode_return_mean": row["episode_return_mean"],
                 "learner_train_ms": learner_ms,
                 "collector_cycle_ms": tick.cycle_ms,
-                "iter_ms": last["iter_ms"] if last else None,
+                "iter_ms": row["iter_ms"],
                 "env_steps_per_s": self.num_envs * 1e3 / iter_ms if iter_ms else None,
             }
         )

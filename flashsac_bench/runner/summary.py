@@ -55,8 +55,9 @@ TIMING_SEMANTICS = {
         "serial rest of the packing)"
     ),
     "iter_ms": (
-        "host wall time of one iteration: action hand-off, update launch, collector join, "
-        "replay insert, reward stats, logging; excludes checkpoint writes"
+        "host wall time of one iteration's serial part: action hand-off, update launch, "
+        "collector join, replay insert, reward stats; excludes checkpoint writes and the "
+        "row's bookkeeping (done in the next iteration while the envs step)"
     ),
     "collector_start_ms": (
         "from the collector's release to its thread starting the tick (thread wake-up and GIL "
@@ -75,8 +76,9 @@ TIMING_SEMANTICS = {
         "with run.overlap_store it stores the previous tick while the envs step"
     ),
     "bookkeeping_ms": (
-        "host time after the join and the store: the iteration's row, episode statistics, "
-        "progress and logging; on the serial path"
+        "host time of building the iteration's row (episode statistics, the row, the progress "
+        "line), during the next iteration while the envs step (or at a checkpoint or the "
+        "loop's end): off the serial path, not part of iter_ms"
     ),
     "collector_wait_ms": (
         "from the update's launch to the tick back; the window's TensorBoard write, when one "

@@ -86,7 +86,9 @@ def med(rows, key):
     return st.median(vals) if vals else float("nan")
 # pack: collector_cycle - env_step (with split-step packing, only the serial rest of it);
 # beyond env: iteration - env_step, all the iteration's host work on the serial path.
-print(f"{'run':<11} {'iter med':>8} {'mean':>6} {'env':>6} {'beyond':>6} {'pack':>5} {'act':>5} "
+# period: time_s differences, the loop's pace whatever iter_ms covers (since the deferred row,
+# iter_ms leaves out the row's bookkeeping, done while the next tick steps; before, it did not).
+print(f"{'run':<11} {'period':>6} {'iter med':>8} {'mean':>6} {'env':>6} {'beyond':>6} {'pack':>5} {'act':>5} "
       f"{'rel':>5} {'start':>5} {'join':>5} {'book':>5} {'loop s':>6}  "
       "checkpoints (iteration: blocking s / s)")
 for f in sys.argv[1:]:
@@ -95,7 +97,9 @@ for f in sys.argv[1:]:
     pack = st.median(r["collector_cycle_ms"] - r["env_step_ms"] for r in rows)
     ck = "  ".join(f"{c['iteration']}: {c['blocking_s']:.2f}/{c['s']:.2f}" for c in s["checkpoints"])
     beyond = st.median(r["iter_ms"] - r["env_step_ms"] for r in rows)
-    print(f"{f.split('/')[-2]:<11} {med(rows, 'iter_ms'):8.2f} {st.mean(r['iter_ms'] for r in rows):6.2f} "
+    t = [r["time_s"] for r in rows]
+    period = st.median((b - a) * 1e3 for a, b in zip(t, t[1:]))
+    print(f"{f.split('/')[-2]:<11} {period:6.2f} {med(rows, 'iter_ms'):8.2f} {st.mean(r['iter_ms'] for r in rows):6.2f} "
           f"{med(rows, 'env_step_ms'):6.2f} {beyond:6.2f} {pack:5.2f} {med(rows, 'action_ms'):5.2f} "
           f"{med(rows, 'release_ms'):5.2f} {med(rows, 'collector_start_ms'):5.2f} "
           f"{med(rows, 'join_ms'):5.2f} {med(rows, 'bookkeeping_ms'):5.2f} "

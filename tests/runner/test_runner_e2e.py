@@ -121,14 +121,16 @@ def test_timings_nest_per_iteration(tiny_run):
         assert r["collector_cycle_ms"] >= r["env_step_ms"] > 0
         if r["learning"]:
             assert r["iter_ms"] >= r["learner_host_ms"] >= r["learner_train_ms"] * 0.99
-        # the serial host tail after the join: inside the iteration, beside the other parts
-        parts = r["action_ms"] + r["collector_wait_ms"] + r["insert_ms"] + r["bookkeeping_ms"]
-        assert 0 < r["bookkeeping_ms"] and parts <= r["iter_ms"]
-        # the serial path's pieces: action, release, the tick, the wake-up after it, the tail
+        # the hand-off, the wait for the tick and the store: inside the iteration
+        parts = r["action_ms"] + r["collector_wait_ms"] + r["insert_ms"]
+        assert parts <= r["iter_ms"]
+        # the serial path's pieces: action, release, the tick, the wake-up after it
         assert r["release_ms"] >= 0 and r["join_ms"] >= 0
         serial = r["action_ms"] + r["release_ms"] + r["collector_start_ms"]
-        serial += r["collector_cycle_ms"] + r["join_ms"] + r["bookkeeping_ms"]
+        serial += r["collector_cycle_ms"] + r["join_ms"]
         assert serial <= r["iter_ms"]
+        # the row was built (off the serial path: not part of iter_ms)
+        assert r["bookkeeping_ms"] > 0
         # the tick starts after its release and ends before the join, inside the iteration
         assert 0 <= r["collector_start_ms"]
         assert r["collector_start_ms"] + r["collector_cycle_ms"] <= r["iter_ms"]
