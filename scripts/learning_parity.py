@@ -6,7 +6,7 @@ GPU (issue 6, G1 Walk Flat at the H200 preset; about 10 min per run at that pres
         --seeds 1,2,3 --iterations 2000 --out parity_h200
 CPU (the CI variant, tests/evaluation/test_learning_parity.py):
     python scripts/learning_parity.py --preset parity_cpu --paths eager,compile --seeds 1,2,3 \
-        --iterations 24 --out parity_cpu
+        --iterations 16 --out parity_cpu
 Runs made elsewhere (e.g. `python -m flashsac_bench -m +experiment=g1_walk_h200
 path=compile,cudagraph run.seed=1,2,3`), analysed only:
     python scripts/learning_parity.py --analyze outputs/multirun/<date>/<time> --out parity_h200

@@ -42,7 +42,7 @@ class BackendConfig:
     # "processes": env shards in worker processes (each steps its envs AND computes their
     # observations, rewards and resets, free of the trainer's GIL). "threads": one process, a
     # pool of native threads for the physics (the task's numpy holds the GIL). "auto":
-    # processes when more than MIN_AUTO_WORKERS cores are left beside the learner, else threads.
+    # processes when at least MIN_AUTO_WORKERS cores are left beside the learner, else threads.
     mode: str = "auto"
     # Worker processes: K >= 1 = exactly K; 0 = one per core beside the learner's.
     workers: int = 0

@@ -71,8 +71,8 @@ class PathConfig:
     # on the CPU the same bits for every named parameter (tests); on the GPU those matmuls
     # change kernels (the point), so their summation order may change, as with gemm_align,
     # and a resume keeps the checkpoint's setting. Evaluation and export re-lay a checkpoint
-    # of either layout by name. Off until checked on the GPU beyond its speed (1.2-1.3% faster)
-    # and numerics: 1000 replays, the GPU tests and a walk (scripts/device/host_checks.sh).
+    # of either layout by name. Off until checked on the GPU beyond its speed (1.2-1.3% faster),
+    # numerics and 1000 replays (passed): the GPU tests and a walk (scripts/device/host_checks.sh).
     aligned_layout: bool = False
     # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)

@@ -74,8 +74,8 @@ class RunConfig:
     # splits its step (the G1 env), the main thread hands the actions to the workers, launches
     # the update, then gathers: no thread wake-up or GIL hand-off between the actions and the
     # workers (runner.collector.InlineCollector); other envs keep the thread (with a warning).
-    # Same numbers either way (tests). The thread stays the default until the inline tick is
-    # measured on the H200 (scripts/device/host_checks.sh).
+    # Same numbers either way (tests). The thread stays the default: the inline tick measured
+    # no gain on the H200 (machine start F, docs/benchmarks.md).
     collector_thread: bool = True
 
     def __post_init__(self) -> None:

@@ -10,10 +10,10 @@ Act and store are not part of the update cycle, but they sit on the iteration's 
 (the env step needs the actions; the next act needs the ring and statistics), so their host
 cost adds directly to iter_ms (docs/benchmarks.md, "Step graphs"). On CUDA each is therefore
 captured once as its own small CUDA graph (`run.capture_device_steps`, every path, so that the
-paths differ only in how the update cycle runs); the host then issues three copies and one
-replay per step. The graphs run the same kernels as the eager calls
-(tests/runner/test_runner_gpu.py compares them bit for bit). Host <-> device copies stay outside
-the graphs, from and into the pinned staging buffers.
+paths differ only in how the update cycle runs); per iteration the host then issues three
+copies and one replay to act and one copy and one replay to store. The graphs run the same
+kernels as the eager calls (tests/runner/test_runner_gpu.py compares them bit for bit). Host
+<-> device copies stay outside the graphs, from and into the pinned staging buffers.
 """
 
 from __future__ import annotations
