@@ -235,6 +235,12 @@ class G1WalkFlat:
         return self._shards.workers
 
     @property
+    def worker_done_times(self) -> list[float | None]:
+        """time.perf_counter() in each worker process when it finished its part of the last
+        step (empty in-process): how long the step waited for its slowest worker."""
+        return list(getattr(self._shards, "done_times", []))
+
+    @property
     def physics(self) -> BatchedMujoco:
         """The MuJoCo models and datas (in-process mode only: tests and diagnostics)."""
         if not isinstance(self._shards, InlineShards) or self._shards.shard is None:

@@ -237,6 +237,9 @@ class ProcessShards:
         # start's counts from the spawn; a posted command's from when its replies are awaited).
         # Every worker answers in order, so they are read in order before the next command.
         self._unread: list[tuple[str, float, float | None]] = []
+        # time.perf_counter() in each worker when it finished the last command read (env
+        # order; None for the start): the tick's stragglers, seen without the parent's delays.
+        self.done_times: list[float | None] = []
         self._name = name = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         self._pids: list[int] = []
         self._shm: _SharedBlock | None = _SharedBlock(
@@ -343,6 +346,7 @@ class ProcessShards:
         on_reply: RowsReady | None = None,
     ) -> list[Any]:
         results: dict[int, Any] = {}
+        finished: dict[int, float | None] = {}
         # A failing on_reply must not leave replies unread (the next command would read them as
         # its own): the rest are gathered, then its error is raised.
         reply_error: BaseException | None = None
@@ -361,18 +365,20 @@ class ProcessShards:
             for conn in ready:
                 w = waiting.pop(conn)  # type: ignore[arg-type]
                 try:
-                    status, value = conn.recv()
+                    status, value, *done = conn.recv()  # ok replies to commands: + done time
                 except (EOFError, OSError):
                     self._fail(w, f"{w.name} died during {what!r} ({self._exit_text(w)})")
                 if status == "error":
                     verb = "failed to start" if what == "start" else f"failed in {what!r}"
                     self._fail(w, f"{w.name} {verb}: {value}")
                 results[w.index] = value
+                finished[w.index] = done[0] if done else None
                 if on_reply is not None and reply_error is None:
                     try:
                         on_reply(w.lo, w.hi)
                     except BaseException as err:  # noqa: BLE001 - raised once all are read
                         reply_error = err
+        self.done_times = [finished[w.index] for w in workers]
         if reply_error is not None:
             raise reply_error
         return [results[w.index] for w in workers]
@@ -494,6 +500,7 @@ def _serve(conn: mpc.Connection, shard: Shard, parent_pid: int) -> None:
             return
         try:
             result = getattr(shard, method)(*args)
+            done = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
         except BaseException as err:  # noqa: BLE001 - reported to the parent, then exit
             detail = _one_line(err)
             if os.environ.get("FLASHSAC_BENCH_DEBUG") or os.environ.get("HYDRA_FULL_ERROR"):
@@ -501,4 +508,4 @@ def _serve(conn: mpc.Connection, shard: Shard, parent_pid: int) -> None:
             with contextlib.suppress(OSError):
                 conn.send(("error", detail))
             return
-        conn.send(("ok", result))
+        conn.send(("ok", result, done))

@@ -51,6 +51,8 @@ class TickResult:
     start_ms: float | None = None
     # time.perf_counter() when the tick was complete (its rows packed)
     end: float = 0.0
+    # Worker processes: from the median worker's finish to the last one's (see straggler_ms)
+    straggler_ms: float | None = None
 
 
 @dataclass
@@ -145,6 +147,15 @@ def end_split_tick(env: VecEnv, staging: Staging, want_metrics: bool, t0: float)
     return tick_result(env, staging, step, want_metrics, t0, t0, time.perf_counter())
 
 
+def straggler_ms(done_times: list[float | None]) -> float | None:
+    """From the median worker's finish to the last one's, in ms: how much sooner the step
+    would end if every worker had the same work (None without two timed workers)."""
+    times = sorted(t for t in done_times if t is not None)
+    if len(times) < 2:
+        return None
+    return (times[-1] - float(np.median(times))) * 1e3
+
+
 def pack_current(staging: Staging) -> None:
     """The tick's first columns: the obs the actions are taken on, and the actions. They must be
     copied before pack_rows overwrites staging's current obs with the step's."""
@@ -188,6 +199,8 @@ def tick_result(
         episode_returns=np.asarray(step.episode_return)[done_idx].astype(np.float64),
         episode_lengths=np.asarray(step.episode_length)[done_idx].astype(np.float64),
         env_metrics=dict(env.metrics()) if want_metrics else None,
+        # an env in worker processes says when each finished its part of the step
+        straggler_ms=straggler_ms(getattr(env, "worker_done_times", [])),
     )
     result.end = time.perf_counter()
     result.cycle_ms = (result.end - t0) * 1e3

@@ -175,6 +175,7 @@ class Records:
             "release_ms": (marks.released - marks.acted) * ms,
             # from the tick complete (and the update launched) to the main thread going on
             "join_ms": (marks.joined - max(tick.end, marks.update_end)) * ms,
+            "straggler_ms": tick.straggler_ms,
             "insert_ms": d.insert_ms,
             "bookkeeping_ms": None,
             "replay_rows": d.replay_rows,

@@ -21,6 +21,7 @@ TAGS = {
     "join_ms": "perf/join_ms",
     "insert_ms": "perf/replay_insert_ms",
     "bookkeeping_ms": "perf/bookkeeping_ms",
+    "straggler_ms": "perf/straggler_ms",
     "replay_rows": "perf/replay_rows",
     "reward_mean": "reward/mean",
     "critic_loss": "Loss/critic",

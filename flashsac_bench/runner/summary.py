@@ -33,6 +33,7 @@ EXTRA_TIMINGS = (
     "join_ms",
     "insert_ms",
     "bookkeeping_ms",
+    "straggler_ms",
 )
 
 # The one definition of what each timing measures. collector_cycle_ms is the work the learner's
@@ -74,6 +75,11 @@ TIMING_SEMANTICS = {
     "insert_ms": (
         "host time of the store call (replay insert + reward stats) issued in the iteration; "
         "with run.overlap_store it stores the previous tick while the envs step"
+    ),
+    "straggler_ms": (
+        "worker processes: from the median worker finishing its part of the env step to the "
+        "last one (the workers' own clocks): how much sooner the step would end with the work "
+        "evenly split; null with the envs in-process"
     ),
     "bookkeeping_ms": (
         "host time of building the iteration's row (episode statistics, the row, the progress "

@@ -89,7 +89,7 @@ def med(rows, key):
 # period: time_s differences, the loop's pace whatever iter_ms covers (since the deferred row,
 # iter_ms leaves out the row's bookkeeping, done while the next tick steps; before, it did not).
 print(f"{'run':<11} {'period':>6} {'iter med':>8} {'mean':>6} {'env':>6} {'beyond':>6} {'pack':>5} {'act':>5} "
-      f"{'rel':>5} {'start':>5} {'join':>5} {'book':>5} {'loop s':>6}  "
+      f"{'rel':>5} {'start':>5} {'join':>5} {'book':>5} {'strag':>5} {'loop s':>6}  "
       "checkpoints (iteration: blocking s / s)")
 for f in sys.argv[1:]:
     s = json.load(open(f)); rows = [r for r in s["rows_all"] if r.get("iter_ms") is not None]
@@ -103,6 +103,7 @@ for f in sys.argv[1:]:
           f"{med(rows, 'env_step_ms'):6.2f} {beyond:6.2f} {pack:5.2f} {med(rows, 'action_ms'):5.2f} "
           f"{med(rows, 'release_ms'):5.2f} {med(rows, 'collector_start_ms'):5.2f} "
           f"{med(rows, 'join_ms'):5.2f} {med(rows, 'bookkeeping_ms'):5.2f} "
+          f"{med(rows, 'straggler_ms'):5.2f} "
           f"{s['wall_s']:6.1f}  {ck}")
 PY
 find $W -name "*.pt" -path "*checkpoints*" -delete

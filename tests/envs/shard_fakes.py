@@ -104,6 +104,9 @@ class FakeShard:
         self.t[rows] = 0
         self.ret[rows] = 0.0
 
+    def nap(self, seconds: float) -> None:
+        time.sleep(seconds)
+
     def reset(self) -> None:
         self._reset_rows(np.arange(len(self.x)))
         self._write_obs(self.a["obs"], self.a["critic_obs"])
@@ -192,6 +195,10 @@ class FakeShardedEnv:
     @property
     def workers(self) -> int:
         return self.shards.workers
+
+    @property
+    def worker_done_times(self) -> list[float | None]:
+        return list(self.shards.done_times)
 
     def reset(self) -> tuple[np.ndarray, np.ndarray]:
         self.shards.call("reset")

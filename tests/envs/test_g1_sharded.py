@@ -50,6 +50,8 @@ def _record(env: G1WalkFlat, actions: np.ndarray, split: bool = False) -> dict[s
 
             env.step_begin(a)
             s = env.step_end(on_rows=copy_rows)
+            # every worker's own finish time (in-process: none)
+            assert len(env.worker_done_times) == env.workers
             # each worker's rows once, complete when handed over
             assert sorted((lo, hi) for lo, hi, _ in handed) == env._shards.ranges
             for lo, hi, got in handed:

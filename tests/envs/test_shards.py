@@ -16,6 +16,7 @@ import pytest
 from shard_fakes import FakeShardedEnv, Faults
 
 from flashsac_bench.envs.shards import EnvWorkerError, split_ranges
+from flashsac_bench.runner.collector import straggler_ms
 
 HERE = Path(__file__).resolve().parent
 SHM_DIR = Path("/dev/shm")
@@ -127,6 +128,25 @@ def test_settle_hands_over_each_workers_rows_once_and_a_failing_hook_loses_no_re
     finally:
         hooked.close()
         plain.close()
+
+
+def test_each_workers_finish_is_timed_on_its_own_clock() -> None:
+    """done_times come from the workers (perf_counter is system-wide), not from when the
+    parent got round to reading each reply."""
+    env = FakeShardedEnv(6, seed=0, workers=3)
+    try:
+        before = time.perf_counter()
+        env.shards.call_each("nap", [(0.0,), (0.4,), (0.2,)])
+        after = time.perf_counter()
+        t0, t1, t2 = env.shards.done_times
+        assert before <= t0 < t2 < t1 <= after
+        assert t1 - t0 >= 0.3
+        # the last worker against the median one
+        assert straggler_ms(env.shards.done_times) == pytest.approx((t1 - t2) * 1e3)
+        env.step(_actions(env))
+        assert len(env.shards.done_times) == 3 and None not in env.shards.done_times
+    finally:
+        env.close()
 
 
 @pytest.mark.parametrize(

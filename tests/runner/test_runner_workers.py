@@ -96,6 +96,8 @@ def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
     assert proc.returncode == 128 + signal.SIGINT, err[-3000:]
     s = read_summary(run_dir)
     assert s["status"] == "interrupted" and s["training_config"]["env_workers"] == 2
+    # each tick's wait for its slowest worker, on the workers' clocks
+    assert all(r["straggler_ms"] >= 0 for r in s["rows_all"])
     assert load_checkpoint(resolve_resume_path(run_dir))["iteration"] == s["iterations_done"] > 0
     _wait_gone(workers["pids"], workers["shm"], timeout=10.0)
     assert "Traceback" not in err
