@@ -37,7 +37,7 @@ from flashsac_bench.envs import make_env
 from flashsac_bench.envs.batched import STATE_SPEC, BatchedMujoco
 from flashsac_bench.envs.g1_layout import G1Layout
 from flashsac_bench.envs.g1_shard import NUM_JOINTS, build_task_model
-from flashsac_bench.envs.shards import ArraySpec, InlineShards, ProcessShards
+from flashsac_bench.envs.shards import ArraySpec, InlineShards, ProcessShards, straggler_ms
 
 CEILING_PERIOD = 40
 
@@ -172,6 +172,12 @@ def _timed(step: Callable[[np.ndarray], Any], actions: np.ndarray, args: BenchAr
     return per_step
 
 
+def _median_straggler(values: list[float | None]) -> float | None:
+    """The median of the steps' straggler_ms (worker processes only)."""
+    timed = [v for v in values if v is not None]
+    return statistics.median(timed) if timed else None
+
+
 def _row(n: int, layout: Layout, per_step: list[float], **extra: Any) -> dict[str, Any]:
     return {
         "mode": layout.mode,
@@ -191,10 +197,22 @@ def _row(n: int, layout: Layout, per_step: list[float], **extra: Any) -> dict[st
 def bench_env(n: int, layout: Layout, args: BenchArgs) -> dict[str, Any]:
     """The full task's step rate in this layout."""
     actions = actions_for(args.actions, n, args.warmup + args.steps)
+    stragglers: list[float | None] = []
     with make_env(TaskConfig(), layout.backend, n, seed=0) as env:
-        per_step = _timed(env.step, actions, args)
+
+        def step(a: np.ndarray) -> None:
+            env.step(a)
+            stragglers.append(straggler_ms(getattr(env, "worker_done_times", [])))
+
+        per_step = _timed(step, actions, args)
         m = env.metrics()
-    return _row(n, layout, per_step, mean_episode_length=m["curriculum/mean_episode_length"])
+    return _row(
+        n,
+        layout,
+        per_step,
+        mean_episode_length=m["curriculum/mean_episode_length"],
+        straggler_ms_median=_median_straggler(stragglers[args.warmup :]),
+    )
 
 
 # -------------------------------------------------------------------------------- the ceiling
@@ -262,16 +280,20 @@ def bench_ceiling(n: int, layout: Layout, args: BenchArgs) -> dict[str, Any]:
     else:
         shards = InlineShards(CeilingFactory(task, layout.threads), CEILING_SPEC, n)
     target = shards.arrays["actions"]
+    stragglers: list[float | None] = []
 
     def step(a: np.ndarray) -> None:
         target[:] = a
         shards.call("step")
+        stragglers.append(straggler_ms(getattr(shards, "done_times", [])))
 
     try:
         per_step = _timed(step, actions, args)
     finally:
         shards.close()
-    return _row(n, layout, per_step)
+    return _row(
+        n, layout, per_step, straggler_ms_median=_median_straggler(stragglers[args.warmup :])
+    )
 
 
 # -------------------------------------------------------------------- in-process diagnostics

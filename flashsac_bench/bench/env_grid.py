@@ -35,7 +35,7 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
           f"{info['parallel_speedup_start']:.2f}x  actions={a.actions}")  # fmt: skip
     rows: list[dict[str, Any]] = []
     header = f"{'envs':>6} {'layout':>8} {'ms/step':>8} {'env-steps/s':>12} {'best':>8}"
-    print(header + f" {'ceiling':>9} {'of ceil':>8} {'ep len':>7}")
+    print(header + f" {'ceiling':>9} {'of ceil':>8} {'ep len':>7} {'strag':>6} {'ceil strag':>10}")
     for n in a.num_envs:
         for lay in layouts:
             if not time_left():
@@ -48,13 +48,15 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
                 c = eb.measured(lambda n=n, lay=lay: eb.bench_ceiling(n, lay, args), args)
                 r["ceiling_env_steps_per_s"] = c["env_steps_per_s_median"]
                 r["fraction_of_ceiling"] = r["env_steps_per_s_median"] / c["env_steps_per_s_median"]
+                r["ceiling_straggler_ms_median"] = c["straggler_ms_median"]
             rows.append(r)
             ceil = r.get("ceiling_env_steps_per_s")
             frac = f"{r['fraction_of_ceiling']:.2f}" if ceil else "-"
             rate, best = r["env_steps_per_s_median"], r["env_steps_per_s_best"]
+            strag = _ms(r["straggler_ms_median"]), _ms(r.get("ceiling_straggler_ms_median"))
             print(f"{n:>6} {lay.label:>8} {r['ms_per_step_median']:>8.2f} {rate:>12.0f} "
-                  f"{best:>8.0f} {ceil or 0:>9.0f} {frac:>8} {r['mean_episode_length']:>7.1f}",
-                  flush=True)  # fmt: skip
+                  f"{best:>8.0f} {ceil or 0:>9.0f} {frac:>8} {r['mean_episode_length']:>7.1f} "
+                  f"{strag[0]:>6} {strag[1]:>10}", flush=True)  # fmt: skip
     result: dict[str, Any] = {"machine": info, "args": vars(a), "rows": rows}
     for flag, fn in (("profile", eb.profile), ("mj_timers", eb.mj_timers)):
         if getattr(a, flag) and time_left():
@@ -84,6 +86,8 @@ def append_rows(path: Path, rows: list[dict[str, Any]], info: dict[str, Any], co
         row["env_steps_per_s"] = row.pop("env_steps_per_s_median")
         row.update(
             ceiling_env_steps_per_s=r.get("ceiling_env_steps_per_s"),
+            straggler_ms_median=r.get("straggler_ms_median"),
+            ceiling_straggler_ms_median=r.get("ceiling_straggler_ms_median"),
             cpu=info["cpu"],
             cores=info["cores"],
             date=info["date"],
@@ -92,3 +96,8 @@ def append_rows(path: Path, rows: list[dict[str, Any]], info: dict[str, Any], co
         )
         old.append(row)
     path.write_text(json.dumps(old, indent=2) + "\n")
+
+
+def _ms(value: float | None) -> str:
+    """A straggler median for the table ("-" in-process, where there are no workers)."""
+    return "-" if value is None else f"{value:.2f}"

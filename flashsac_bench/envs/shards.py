@@ -151,6 +151,15 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def straggler_ms(done_times: list[float | None]) -> float | None:
+    """From the median worker's finish to the last one's, in ms: how much sooner the step
+    would end if every worker had the same work (None without two timed workers)."""
+    times = sorted(t for t in done_times if t is not None)
+    if len(times) < 2:
+        return None
+    return (times[-1] - float(np.median(times))) * 1e3
+
+
 class InlineShards:
     """One shard of all envs, in this process (its physics may use a thread pool)."""
 

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from flashsac_bench.envs.api import EnvStep, VecEnv
+from flashsac_bench.envs.shards import straggler_ms
 from flashsac_bench.host_stats import array_mean
 from flashsac_bench.learner.replay import RowLayout
 
@@ -145,15 +146,6 @@ def end_split_tick(env: VecEnv, staging: Staging, want_metrics: bool, t0: float)
 
     step = env.step_end(on_rows=rows_done)  # type: ignore[attr-defined]
     return tick_result(env, staging, step, want_metrics, t0, t0, time.perf_counter())
-
-
-def straggler_ms(done_times: list[float | None]) -> float | None:
-    """From the median worker's finish to the last one's, in ms: how much sooner the step
-    would end if every worker had the same work (None without two timed workers)."""
-    times = sorted(t for t in done_times if t is not None)
-    if len(times) < 2:
-        return None
-    return (times[-1] - float(np.median(times))) * 1e3
 
 
 def pack_current(staging: Staging) -> None:

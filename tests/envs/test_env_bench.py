@@ -35,6 +35,9 @@ def test_rows_with_ceilings_are_written_and_appended(tmp_path: Path) -> None:
         assert r["num_envs"] == 4 and r["env_steps_per_s"] > 0 and r["ceiling_env_steps_per_s"] > 0
         assert r["command"].startswith("python scripts/bench_env.py --num-envs 4")
         assert r["date"] and "commit" in r
+        # the wait for the slowest worker, from the workers' own clocks (none in-process)
+        for key in ("straggler_ms_median", "ceiling_straggler_ms_median"):
+            assert (r[key] is None) == (r["mode"] == "threads") and (r[key] or 0) >= 0
     second = _bench_env(argv)
     assert second.returncode == 0  # appends
     assert len(json.loads(out.read_text())) == 4

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 from shard_fakes import FakeShardedEnv, Faults
 
-from flashsac_bench.envs.shards import EnvWorkerError, split_ranges
-from flashsac_bench.runner.collector import straggler_ms
+from flashsac_bench.envs.shards import EnvWorkerError, split_ranges, straggler_ms
 
 HERE = Path(__file__).resolve().parent
 SHM_DIR = Path("/dev/shm")
@@ -128,6 +127,14 @@ def test_settle_hands_over_each_workers_rows_once_and_a_failing_hook_loses_no_re
     finally:
         hooked.close()
         plain.close()
+
+
+def test_straggler_ms_is_the_last_worker_after_the_median_one():
+    assert straggler_ms([1.0, 1.005, 1.001]) == pytest.approx(4.0)
+    assert straggler_ms([2.0, 2.0]) == 0.0
+    assert straggler_ms([3.0, 3.002]) == pytest.approx(1.0)  # median of two: their mean
+    assert straggler_ms([]) is None and straggler_ms([1.0]) is None
+    assert straggler_ms([None, None]) is None  # replies without a worker time (the start)
 
 
 def test_each_workers_finish_is_timed_on_its_own_clock() -> None:

@@ -19,7 +19,6 @@ from flashsac_bench.runner.collector import (
     CollectorError,
     InlineCollector,
     splits_its_step,
-    straggler_ms,
 )
 
 ITERATIONS = 9
@@ -129,11 +128,3 @@ def test_a_step_in_flight_is_completed_before_the_env_closes():
     assert not collector.idle
     collector.close()  # e.g. the update raised between submit and wait
     assert collector.idle and env._pending is None and env.split_steps == 1
-
-
-def test_straggler_ms_is_the_last_worker_after_the_median_one():
-    assert straggler_ms([1.0, 1.005, 1.001]) == pytest.approx(4.0)
-    assert straggler_ms([2.0, 2.0]) == 0.0
-    assert straggler_ms([3.0, 3.002]) == pytest.approx(1.0)  # median of two: their mean
-    assert straggler_ms([]) is None and straggler_ms([1.0]) is None
-    assert straggler_ms([None, None]) is None  # replies without a worker time (the start)
