@@ -202,7 +202,7 @@ def bench_env(n: int, layout: Layout, args: BenchArgs) -> dict[str, Any]:
 
         def step(a: np.ndarray) -> None:
             env.step(a)
-            stragglers.append(straggler_ms(getattr(env, "worker_done_times", [])))
+            stragglers.append(straggler_ms(env.worker_done_times))
 
         per_step = _timed(step, actions, args)
         m = env.metrics()
@@ -285,7 +285,7 @@ def bench_ceiling(n: int, layout: Layout, args: BenchArgs) -> dict[str, Any]:
     def step(a: np.ndarray) -> None:
         target[:] = a
         shards.call("step")
-        stragglers.append(straggler_ms(getattr(shards, "done_times", [])))
+        stragglers.append(straggler_ms(shards.done_times))
 
     try:
         per_step = _timed(step, actions, args)

@@ -238,7 +238,7 @@ class G1WalkFlat:
     def worker_done_times(self) -> list[float | None]:
         """time.perf_counter() in each worker process when it finished its part of the last
         step (empty in-process): how long the step waited for its slowest worker."""
-        return list(getattr(self._shards, "done_times", []))
+        return list(self._shards.done_times)
 
     @property
     def physics(self) -> BatchedMujoco:

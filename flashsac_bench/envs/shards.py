@@ -168,6 +168,7 @@ class InlineShards:
     def __init__(self, factory: ShardFactory, spec: ArraySpec, num_envs: int) -> None:
         self.num_envs = num_envs
         self.ranges = [(0, num_envs)]
+        self.done_times: list[float | None] = []  # no worker processes to time (see ProcessShards)
         self._buffer = np.zeros(spec.nbytes(num_envs), dtype=np.uint8)
         self.arrays = spec.views(self._buffer, num_envs)
         self.shard: Shard | None = factory(0, num_envs, rows(self.arrays, 0, num_envs))

@@ -70,7 +70,9 @@ TIMING_SEMANTICS = {
     ),
     "join_ms": (
         "from the tick complete (and the update launched, whichever is later) to the main "
-        "thread going on with it: the wake-up after the join; on the serial path"
+        "thread going on with it: the wake-up after the join, plus whatever of the previous "
+        "row and the TensorBoard point was still being done when the tick completed; on the "
+        "serial path"
     ),
     "insert_ms": (
         "host time of the store call (replay insert + reward stats) issued in the iteration; "
@@ -87,8 +89,8 @@ TIMING_SEMANTICS = {
         "loop's end): off the serial path, not part of iter_ms"
     ),
     "collector_wait_ms": (
-        "from the update's launch to the tick back; the window's TensorBoard write, when one "
-        "is due, is done first (while the envs step)"
+        "from the update's launch to the tick back; the previous iteration's row and the "
+        "window's TensorBoard write, when one is due, are done first (while the envs step)"
     ),
     "setup_s": (
         "host wall time from the runner's start to its first iteration: env build (its workers "
