@@ -35,6 +35,8 @@ def walk_record(run: RunData) -> dict[str, Any]:
         "actor_updates_per_iteration": tc.get("actor_updates_per_iteration"),
         "seed": run.seed,
         "path": run.path,
+        # env worker processes (0: in-process): a setting of its own, e.g. a 15 vs 16 A/B
+        "env_workers": int(tc.get("env_workers") or 0),
         **hit,
         "setup_s": round(run.startup_s, 2),
         "cold_start_s": round(float(startup.get("cold_start_s", float("nan"))), 2),
@@ -57,22 +59,28 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _setting(r: dict[str, Any]) -> tuple[int, int, str]:
-    return r["updates_per_step"], r.get("num_envs", 0), str(r.get("path") or "")
+def _setting(r: dict[str, Any]) -> tuple[int, int, str, int]:
+    return (
+        r["updates_per_step"],
+        r.get("num_envs", 0),
+        str(r.get("path") or ""),
+        int(r.get("env_workers") or 0),
+    )
 
 
 def setting_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (updates_per_step, num_envs, path): seeds, how many walked, medians over
-    the walking seeds."""
+    """One row per (updates_per_step, num_envs, path, env_workers): seeds, how many walked,
+    medians over the walking seeds."""
     rows = []
-    for ups, envs, path in sorted({_setting(r) for r in records}):
-        rs = [r for r in records if _setting(r) == (ups, envs, path)]
+    for ups, envs, path, workers in sorted({_setting(r) for r in records}):
+        rs = [r for r in records if _setting(r) == (ups, envs, path, workers)]
         hit = [r for r in rs if r.get("reached")]
         rows.append(
             {
                 "updates_per_step": ups,
                 "num_envs": envs,
                 "path": path,
+                "env_workers": workers,
                 "seeds": sorted(r["seed"] for r in rs),
                 "walked": len(hit),
                 "iterations_median": _median([r["iteration"] for r in hit]),
@@ -101,14 +109,14 @@ def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         f"Thresholds: mean episode length >= {WALK_EPISODE_LENGTH:g}, lin-vel tracking >= "
         f"{100 * WALK_TRACKING_FRAC:g}% of max. Medians over the seeds that walked.",
         "",
-        "| updates/iter (critic) | envs | path | seeds | walked | iterations | loop s "
+        "| updates/iter (critic) | envs | path | workers | seeds | walked | iterations | loop s "
         "| since start s | iteration ms | learner ms | final tracking |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             f"| {r['updates_per_step']} | {r['num_envs']} | {r['path'] or '-'} "
-            f"| {','.join(map(str, r['seeds']))} "
+            f"| {r.get('env_workers') or '-'} | {','.join(map(str, r['seeds']))} "
             f"| {r['walked']} "
             f"| {f(r['iterations_median'], 0)} | {f(r['loop_s_median'])} "
             f"| {f(r['since_start_s_median'])} | {f(r['iter_ms_median'], 2)} "
@@ -141,19 +149,24 @@ def plot(records: list[dict[str, Any]], rows: list[dict[str, Any]], path: Path) 
         (axes[1], "since_start_s", "seconds to walk (since runner start)"),
     ):
         med = "iterations_median" if key == "iteration" else "since_start_s_median"
-        for envs, exec_path in sorted({(r["num_envs"], r["path"]) for r in rows}):
+        for envs, exec_path, workers in sorted(
+            {(r["num_envs"], r["path"], r.get("env_workers", 0)) for r in rows}
+        ):
+            setting = (envs, exec_path, workers)
             line = [
                 r
                 for r in rows
-                if (r["num_envs"], r["path"]) == (envs, exec_path) and r[med] is not None
+                if (r["num_envs"], r["path"], r.get("env_workers", 0)) == setting
+                and r[med] is not None
             ]
             (drawn,) = ax.plot(
                 [r["updates_per_step"] for r in line],
                 [r[med] for r in line],
                 marker="o",
-                label=f"{envs} envs{', ' + exec_path if exec_path else ''} (median)",
+                label=f"{envs} envs{', ' + exec_path if exec_path else ''}"
+                f"{f', {workers} workers' if workers else ''} (median)",
             )
-            hit = [r for r in records if r.get("reached") and _setting(r)[1:] == (envs, exec_path)]
+            hit = [r for r in records if r.get("reached") and _setting(r)[1:] == setting]
             ax.scatter(
                 [r["updates_per_step"] for r in hit],
                 [r[key] for r in hit],

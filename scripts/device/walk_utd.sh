@@ -4,11 +4,14 @@
 # (run.stop_at_walk) or its time limit, optionally evaluated (16 episodes of 1000 steps +
 # EVAL_ARGS). Runs in the order given, each only if it can finish before the deadline. Keeps
 # summary.json, TensorBoard scalars and logs (no checkpoints) in $OUT/walk_utd.tgz.
-#   bash scripts/device/walk_utd.sh DEADLINE_S "UPDATES:SEED:LIMIT_S[:NUM_ENVS[:PATH]] ..." [overrides...]
-#   e.g. bash scripts/device/walk_utd.sh 570 "8:1:170 16:1:140 16:1:90:512 8:2:170::compile"
+#   bash scripts/device/walk_utd.sh DEADLINE_S "UPDATES:SEED:LIMIT_S[:NUM_ENVS[:PATH[:OVERRIDES]]] ..." [overrides...]
+#   e.g. bash scripts/device/walk_utd.sh 570 "8:1:170 16:1:140 16:1:90:512 8:2:170::compile \
+#          8:1:170:::backend.workers=16"
 # UPDATES sets update.updates_per_step (policy_frequency stays 2: UPDATES/2 actor and
 # temperature updates); NUM_ENVS sets run.num_envs (default: the experiment's), PATH the execution
-# path (default: the experiment's; the run's name gains _PATH). STOP_AT_WALK=false
+# path (default: the experiment's; the run's name gains _PATH), OVERRIDES more Hydra overrides
+# for that run only, comma-separated (the run's name gains each one's last key part and value,
+# e.g. _workers16). STOP_AT_WALK=false
 # trains on to the run's limit. WARMUP="NUM_ENVS ..." first runs one iteration per env count so
 # the timed runs find Inductor's cache warm (the compiled steps depend on the replay ring's size,
 # i.e. on num_envs). EVAL=1 evaluates each run's final policy right after it, EVAL=end all of
@@ -45,13 +48,14 @@ for envs in ${WARMUP:-}; do
 done
 RUNS=()
 for item in $PLAN; do
-  IFS=: read -r ups seed limit envs path <<< "$item"
-  name=u${ups}${envs:+_e$envs}${path:+_$path}_s$seed; RUN=$W/utd/$name
+  IFS=: read -r ups seed limit envs path extra <<< "$item"
+  tag=""; for o in ${extra//,/ }; do k=${o%%=*}; tag+="_${k##*.}${o#*=}"; done
+  name=u${ups}${envs:+_e$envs}${path:+_$path}${tag}_s$seed; RUN=$W/utd/$name
   need=$((limit + 30)); [ "$EVAL" = 1 ] && need=$((need + ${EVAL_TIMEOUT:-120}))
   if [ "$(left)" -lt "$need" ]; then echo "skip $name: $(left) s left, needs $need"; continue; fi
   train $RUN $W/logs/$name.log $limit update.name=u$ups update.updates_per_step=$ups \
     run.seed=$seed run.stop_at_walk=${STOP_AT_WALK:-true} run.time_limit_s=$limit \
-    ${envs:+run.num_envs=$envs} ${path:+path=$path} "$@"
+    ${envs:+run.num_envs=$envs} ${path:+path=$path} ${extra//,/ } "$@"
   echo "== $name rc=$? (at ${SECONDS}s)"
   grep -E "stopping|time to|cold|setup" $W/logs/$name.log | tail -n 3
   python3 - "$RUN/summary.json" <<'PY'

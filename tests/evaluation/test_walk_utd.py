@@ -18,12 +18,14 @@ def _rec(
     since: float | None = None,
     envs: int = 1024,
     path: str = "cudagraph",
+    workers: int = 15,
 ) -> dict:
     r = {
         "run": f"u{ups}_e{envs}_s{seed}",
         "updates_per_step": ups,
         "num_envs": envs,
         "path": path,
+        "env_workers": workers,
         "seed": seed,
         "reached": iteration is not None,
         "setup_s": 17.0,
@@ -52,7 +54,7 @@ def test_setting_table_takes_medians_over_the_seeds_that_walked():
     assert rows[24]["since_start_s_median"] == 75.4
     assert rows[24]["since_start_s"] == {1: 62.6, 2: 75.4, 3: 88.2}
     md = markdown(list(rows.values()), records)
-    assert "| 24 | 1024 | cudagraph | 1,2,3 | 3 | 1313 |" in md
+    assert "| 24 | 1024 | cudagraph | 15 | 1,2,3 | 3 | 1313 |" in md
     assert "| u8_e1024_s2 | - | - |" in md  # a seed that did not walk is listed, not dropped
 
 
@@ -80,6 +82,22 @@ def test_paths_of_one_setting_are_separate_rows():
         ("compile", [1, 2], 142.5),
         ("cudagraph", [1], 150.0),
     ]
+
+
+def test_worker_counts_of_one_setting_are_separate_rows():
+    # the same seeds at 15 and 16 env workers: an A/B of the collector on real walks
+    records = [
+        _rec(8, 1, 2749, 101.0),
+        _rec(8, 1, 2759, 97.0, workers=16),
+        _rec(8, 2, 2769, 103.0),
+        _rec(8, 2, 2739, 95.0, workers=16),
+    ]
+    rows = setting_table(records)
+    assert [(r["env_workers"], r["seeds"], r["since_start_s_median"]) for r in rows] == [
+        (15, [1, 2], 102.0),
+        (16, [1, 2], 96.0),
+    ]
+    assert "| 8 | 1024 | cudagraph | 16 | 1,2 | 2 | 2749 |" in markdown(rows, records)
 
 
 def test_script_names_a_dir_without_a_summary(tmp_path):
