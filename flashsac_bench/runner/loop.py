@@ -5,11 +5,12 @@ Iteration k (one env step of every env):
      starts) and the actions are copied to a pinned host buffer, then the stream is
      synchronized: the only per-iteration host<->device sync (act and store are small CUDA
      graphs on CUDA, see runner.device_steps). It also guarantees that iteration k-1's
-     update, metric copy and CUDA events are complete, so
-  2. iteration k-1's late values (learner GPU time, loss metrics) are read without waiting;
-  3. the collector thread is released to step the envs with those actions (packing tick k
+     update, metric copy and CUDA events are complete;
+  2. the collector thread is released to step the envs with those actions (packing tick k
      into one of two pinned slabs) ...
-  4. ... while the main thread stores tick k-1 from the other slab (run.overlap_store: its
+  3. ... while the main thread reads iteration k-1's late values (learner GPU time, loss
+     metrics) without waiting,
+  4. stores tick k-1 from the other slab (run.overlap_store: its
      copy, replay insert and reward statistics), then launches the update cycle on the ring
      -- in that order on one stream, so the update sees every earlier tick -- and copies its
      metric buffer asynchronously into pinned host memory; then builds iteration k-1's row
@@ -284,13 +285,14 @@ class Runner:
             else:
                 steps.act_random()
             acted = time.perf_counter()
-            # 2. iteration k-1's late values are complete now
-            late = self._late_values(p)
-            # 3. collector steps the envs ...
+            # 2. collector steps the envs ...
             staging.select(k % Staging.SLABS if overlap else 0)
             released = time.perf_counter()
             collector.submit(k, want_metrics=(k + 1) % log_every == 0 or k == iterations - 1)
-            # 4. ... while tick k-1 is stored (run.overlap_store) and the learner updates from
+            # 3. iteration k-1's late values are complete (the hand-off synced past its
+            # update); read them while the envs step, before the next update overwrites them
+            late = self._late_values(p)
+            # 4. ... and tick k-1 is stored (run.overlap_store) and the learner updates from
             # the ring, in that order on one stream: the update sees every earlier tick.
             insert_ms = steps.flush_store()
             update_start = time.perf_counter()

@@ -47,8 +47,8 @@ class IterationMarks:
 
     start: float
     acted: float  # 1. the actions are on the host
-    released: float  # 3. the collector is about to be released (late values read)
-    update_start: float  # 3./4. envs released, the waiting tick stored: the update launches
+    released: float  # 2. the collector is about to be released (slab selected)
+    update_start: float  # 4. envs released, the waiting tick stored: the update launches
     update_end: float  # the update is launched (its GPU time is LearnerTimer's)
     joined: float  # 5. the collector's tick is back
     stored: float  # the tick is stored (or queued): the iteration's serial part ends

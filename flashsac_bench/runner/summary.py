@@ -65,8 +65,9 @@ TIMING_SEMANTICS = {
         "hand-off while the main thread stores and launches the update): on the serial path"
     ),
     "release_ms": (
-        "from the actions on the host to the collector's release: the previous update's late "
-        "values read and the slab selected; on the serial path"
+        "from the actions on the host to the collector's release (the slab selected); on the "
+        "serial path. The previous update's late values are read after the release, while the "
+        "envs step"
     ),
     "join_ms": (
         "from the tick complete (and the update launched, whichever is later) to the main "
