@@ -74,6 +74,13 @@ class PathConfig:
     # of either layout by name. Off until checked on the GPU beyond its speed (1.2-1.3% faster),
     # numerics and 1000 replays (passed): the GPU tests and a walk (scripts/device/host_checks.sh).
     aligned_layout: bool = False
+    # cudagraph path: capture the compiled steps (true) or the eager steps (false). False
+    # skips Dynamo and Inductor altogether: the cold start is one eager warm-up and the
+    # capture, and the replayed cycle is bit-identical to the eager path's (same kernels, same
+    # order), but holds more, unfused kernels. For runs bound by the env collector, where the
+    # learner's GPU time hides behind the env step and the cold start is what shows.
+    # path=compile always compiles (an error otherwise); path=eager runs its steps as they are.
+    compiled_steps: bool = True
     # Extra torch._inductor options for both compiled paths (override anything above).
     inductor_options: dict[str, Any] = field(default_factory=dict)
 
@@ -93,7 +100,9 @@ class PathConfig:
 
     def resolved_compile_rng(self, device: str) -> bool:
         """Whether the compile / cudagraph paths run the RNG's hash compiled on `device`."""
-        return self.name != "eager" and _set_or_cuda(self.compile_rng, COMPILE_RNG_ON_CUDA, device)
+        if self.name == "eager" or (not self.compiled_steps and self.compile_rng is None):
+            return False  # eager steps (path.compiled_steps=false) keep to eager unless asked
+        return _set_or_cuda(self.compile_rng, COMPILE_RNG_ON_CUDA, device)
 
     def resolved_projection_gather(self, device: str) -> bool:
         """Whether the weight projection is the gathered product on `device`."""
@@ -106,6 +115,11 @@ class PathConfig:
         if self.compile_mode not in modes:
             raise ConfigError(
                 f"path.compile_mode must be one of {modes}, got {self.compile_mode!r}"
+            )
+        if self.name == "compile" and not self.compiled_steps:
+            raise ConfigError(
+                "path=compile always compiles its steps; path.compiled_steps=false is for "
+                "path=cudagraph (capturing the eager steps), or use path=eager"
             )
         if self.name == "cudagraph" and self.compile_mode in ("reduce-overhead", "max-autotune"):
             raise ConfigError(

@@ -155,15 +155,24 @@ class CompileExecutor(EagerExecutor):
 
 
 class CudaGraphExecutor(CompileExecutor):
-    """The whole cycle captured once as ONE CUDA graph; each iteration is one replay."""
+    """The whole cycle captured once as ONE CUDA graph; each iteration is one replay. Its
+    steps are the compiled ones, or (path.compiled_steps=false) the eager ones: then nothing
+    is compiled, and a failed capture runs the eager steps uncaptured."""
 
     name = "cudagraph"
 
     def __init__(self, parts: CycleParts) -> None:
         if parts.device.type != "cuda":
             raise RuntimeError("path=cudagraph needs a CUDA device")
-        # Inductor's own CUDA graphs cannot nest inside the outer capture.
-        super().__init__(parts, inductor_cudagraphs=False)
+        self.compiled_steps = parts.path.compiled_steps
+        if self.compiled_steps:
+            # Inductor's own CUDA graphs cannot nest inside the outer capture.
+            super().__init__(parts, inductor_cudagraphs=False)
+        else:
+            EagerExecutor.__init__(self, parts)
+            self.inductor_cudagraphs = False
+            self._critic, self._actor = parts.critic_step, parts.actor_step
+            self._warm = False
         self.graph: torch.cuda.CUDAGraph | None = None
         self.fallback = False
         self.captures = 0
@@ -175,7 +184,8 @@ class CudaGraphExecutor(CompileExecutor):
         parts, device = self.parts, self.parts.device
 
         def settle() -> None:
-            """Compile, autotune and let the caching allocator settle before capture."""
+            """Compile, autotune (compiled steps) and let the caching allocator settle before
+            capture."""
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
@@ -191,9 +201,10 @@ class CudaGraphExecutor(CompileExecutor):
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
             if not parts.path.fallback_to_compile:
                 raise
+            instead = "the compile path" if self.compiled_steps else "the eager steps"
             warnings.warn(
                 f"CUDA graph capture of the update cycle failed ({type(err).__name__}: {err}); "
-                "running the compile path instead.",
+                f"running {instead} instead.",
                 RuntimeWarning,
                 stacklevel=2,
             )

@@ -83,6 +83,11 @@ class CounterRNG:
         Shapes are dynamic, so one compiled kernel serves every draw size."""
         self._hash = torch.compile(counter_bits, fullgraph=True, dynamic=True)
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the hash runs as compiled code (compile_hash was called)."""
+        return self._hash is not counter_bits
+
     def _salt(self, stream: int) -> torch.Tensor:
         salt = self._salts.get(stream)
         if salt is None:

@@ -90,11 +90,17 @@ def learner_fields(learner: FlashSACLearner, dims: Dims) -> dict[str, Any]:
 
 
 def executor_name(learner: FlashSACLearner) -> str:
-    """The path that really runs the update cycle (a failed capture falls back to compile)."""
+    """The path that really runs the update cycle (a failed capture falls back to compile,
+    or with path.compiled_steps=false to the eager steps)."""
     ex = learner.executor
+    eager_steps = not getattr(ex, "compiled_steps", True)
     if getattr(ex, "fallback", False):
-        return "compile (cudagraph capture failed)"
-    return str(ex.name)
+        return (
+            "eager (cudagraph capture failed)"
+            if eager_steps
+            else "compile (cudagraph capture failed)"
+        )
+    return f"{ex.name} (eager steps)" if eager_steps else str(ex.name)
 
 
 def _pick(fields: dict[str, Any], *names: str) -> dict[str, Any]:

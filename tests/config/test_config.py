@@ -92,6 +92,7 @@ def test_learner_defaults_are_unilab_g1_owner_values():
         (["path.compile_mode=fastest"], "path.compile_mode must be one of"),
         (["path=cudagraph", "hardware=h200", "path.compile_mode=reduce-overhead"], "nest"),
         (["run.time_limit_s=0"], "run.time_limit_s must be > 0"),
+        (["path=compile", "path.compiled_steps=false"], "path=compile always compiles"),
     ],
 )
 def test_impossible_configs_fail_with_one_clear_message(overrides, message):

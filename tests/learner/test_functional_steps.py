@@ -19,7 +19,11 @@ from torch._guards import TracingContext
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.config.path import COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA, PathConfig
+from flashsac_bench.config.path import (
+    COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA,
+    COMPILE_RNG_ON_CUDA,
+    PathConfig,
+)
 from flashsac_bench.learner.executors import _writing_kernels
 
 
@@ -143,3 +147,16 @@ def test_inductor_cudagraphs_resolution():
     assert not PathConfig(name="cudagraph").resolved_inductor_cudagraphs("cuda")
     with pytest.raises(ConfigError):
         PathConfig(name="nope")
+
+
+def test_eager_steps_on_the_cudagraph_path_keep_dynamo_out():
+    # path.compiled_steps=false: the captured cycle runs the eager steps, so nothing may pull
+    # in a compiled piece unless asked: the RNG's hash stays eager like the eager path's.
+    eager_steps = PathConfig(name="cudagraph", compiled_steps=False)
+    assert not eager_steps.resolved_compile_rng("cuda")
+    assert PathConfig(name="cudagraph").resolved_compile_rng("cuda") is COMPILE_RNG_ON_CUDA
+    asked = PathConfig(name="cudagraph", compiled_steps=False, compile_rng=True)
+    assert asked.resolved_compile_rng("cuda")
+    assert not PathConfig(name="eager").resolved_compile_rng("cuda")
+    with pytest.raises(ConfigError, match="path=compile always compiles its steps"):
+        PathConfig(name="compile", compiled_steps=False)

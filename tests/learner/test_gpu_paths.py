@@ -54,6 +54,30 @@ def test_capture_failure_warns_once_and_runs_the_compile_path(monkeypatch):
     assert _diff(learner, reference) <= 1e-6
 
 
+EAGER_STEPS = Setup(
+    batch_size=64,
+    updates_per_step=2,
+    num_envs=32,
+    tiny=True,
+    device="cuda",
+    path_options=(("compiled_steps", False),),
+)
+
+
+def test_cudagraph_of_the_eager_steps_matches_the_eager_path():
+    """path.compiled_steps=false: one capture of the eager steps (nothing compiled) replays the
+    eager path's kernels in the eager path's order."""
+    graph = build_learner(EAGER_STEPS, "cudagraph")
+    eager = build_learner(SETUP, "eager")
+    for _ in range(5):
+        graph.update()
+        eager.update()
+    ex = graph.executor
+    assert ex.graph is not None and ex.captures == 1 and not ex.fallback
+    assert not ex.compiled_steps and not graph.state.rng.compiled
+    assert _diff(graph, eager) <= 1e-6
+
+
 GRAPH_TREES = Setup(
     batch_size=64,
     updates_per_step=2,

@@ -132,6 +132,7 @@ def test_compiled_hash_draws_the_same_bits():
     so every draw (uniform, normal, indices; sizes 1 and many; several streams) is identical."""
     eager, compiled = CounterRNG(5, "cpu"), CounterRNG(5, "cpu")
     compiled.compile_hash()
+    assert compiled.compiled and not eager.compiled
     for rng_draws in range(2):
         size = torch.tensor(1000 + rng_draws)
         for draw in (
