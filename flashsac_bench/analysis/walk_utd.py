@@ -149,16 +149,10 @@ def plot(records: list[dict[str, Any]], rows: list[dict[str, Any]], path: Path) 
         (axes[1], "since_start_s", "seconds to walk (since runner start)"),
     ):
         med = "iterations_median" if key == "iteration" else "since_start_s_median"
-        for envs, exec_path, workers in sorted(
-            {(r["num_envs"], r["path"], r.get("env_workers", 0)) for r in rows}
-        ):
-            setting = (envs, exec_path, workers)
-            line = [
-                r
-                for r in rows
-                if (r["num_envs"], r["path"], r.get("env_workers", 0)) == setting
-                and r[med] is not None
-            ]
+        # a row carries its setting's keys, so _setting reads rows and records alike
+        for setting in sorted({_setting(r)[1:] for r in rows}):
+            envs, exec_path, workers = setting
+            line = [r for r in rows if _setting(r)[1:] == setting and r[med] is not None]
             (drawn,) = ax.plot(
                 [r["updates_per_step"] for r in line],
                 [r[med] for r in line],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -54,14 +56,7 @@ def test_capture_failure_warns_once_and_runs_the_compile_path(monkeypatch):
     assert _diff(learner, reference) <= 1e-6
 
 
-EAGER_STEPS = Setup(
-    batch_size=64,
-    updates_per_step=2,
-    num_envs=32,
-    tiny=True,
-    device="cuda",
-    path_options=(("compiled_steps", False),),
-)
+EAGER_STEPS = replace(SETUP, path_options=(("compiled_steps", False),))
 
 
 def test_cudagraph_of_the_eager_steps_matches_the_eager_path():
@@ -78,14 +73,7 @@ def test_cudagraph_of_the_eager_steps_matches_the_eager_path():
     assert _diff(graph, eager) <= 1e-6
 
 
-GRAPH_TREES = Setup(
-    batch_size=64,
-    updates_per_step=2,
-    num_envs=32,
-    tiny=True,
-    device="cuda",
-    path_options=(("inductor_cudagraphs", True),),
-)
+GRAPH_TREES = replace(SETUP, path_options=(("inductor_cudagraphs", True),))
 
 
 def test_compile_path_graph_trees_record_once_and_never_skip(monkeypatch):
@@ -129,14 +117,7 @@ def test_compile_path_graph_trees_record_once_and_never_skip(monkeypatch):
     torch._dynamo.reset()
 
 
-FUSED = Setup(
-    batch_size=64,
-    updates_per_step=2,
-    num_envs=32,
-    tiny=True,
-    device="cuda",
-    path_options=(("fused_optimizer", True),),
-)
+FUSED = replace(SETUP, path_options=(("fused_optimizer", True),))
 
 
 def test_fused_optimizer_tail_on_every_path():
