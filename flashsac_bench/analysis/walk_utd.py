@@ -34,7 +34,9 @@ def walk_record(run: RunData) -> dict[str, Any]:
         "num_envs": int(tc.get("num_envs", 0)),
         "actor_updates_per_iteration": tc.get("actor_updates_per_iteration"),
         "seed": run.seed,
-        "path": run.path,
+        # what really ran the cycle: "cudagraph (eager steps)" (path.compiled_steps=false) or a
+        # capture fallback is a setting of its own, not a seed of the configured path
+        "path": str(tc.get("executor") or run.path),
         # env worker processes (0: in-process): a setting of its own, e.g. a 15 vs 16 A/B
         "env_workers": int(tc.get("env_workers") or 0),
         **hit,

@@ -77,8 +77,9 @@ class PathConfig:
     # cudagraph path: capture the compiled steps (true) or the eager steps (false). False
     # skips Dynamo and Inductor altogether: the cold start is one eager warm-up and the
     # capture, and the replayed cycle is bit-identical to the eager path's (same kernels, same
-    # order), but holds more, unfused kernels. For runs bound by the env collector, where the
-    # learner's GPU time hides behind the env step and the cold start is what shows.
+    # order), but holds more, unfused kernels: on the H200 the B=2048 u8 cycle took 40.9 ms
+    # against 8.2 ms, longer than g1_walk_h200's env step, so it saves ~7 s of setup and loses
+    # more per walk (docs/benchmarks.md, "Machine start G"). For setups without Inductor/Triton.
     # path=compile always compiles (an error otherwise); path=eager runs its steps as they are.
     compiled_steps: bool = True
     # Extra torch._inductor options for both compiled paths (override anything above).

@@ -73,6 +73,10 @@ class EagerExecutor:
     def __init__(self, parts: CycleParts) -> None:
         self.parts = parts
         self.cold_start_s = 0.0
+        # Here, not in CompileExecutor: the cudagraph path's eager steps honour an explicit
+        # path.compile_rng too (the eager path always resolves it off).
+        if parts.path.resolved_compile_rng(parts.device.type):
+            parts.state.rng.compile_hash()
 
     def steps(self) -> tuple[CriticStep, ActorStep]:
         return self.parts.critic_step, self.parts.actor_step
@@ -123,8 +127,6 @@ class CompileExecutor(EagerExecutor):
         actor = compile_step(actor_fn, path.compile_mode, graphs, extra)
         if graphs:
             mark_static_inputs(parts.statics, parts.state)
-        if path.resolved_compile_rng(device.type):
-            parts.state.rng.compile_hash()
         written = not functional
 
         # The compiled kernels are pure; their results are written into the state here,

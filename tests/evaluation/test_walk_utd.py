@@ -6,7 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flashsac_bench.analysis.walk_utd import markdown, setting_table
+import numpy as np
+
+from flashsac_bench.analysis.parity_runs import RunData
+from flashsac_bench.analysis.walk_utd import markdown, setting_table, walk_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,6 +101,43 @@ def test_worker_counts_of_one_setting_are_separate_rows():
         (16, [1, 2], 96.0),
     ]
     assert "| 8 | 1024 | cudagraph | 16 | 1,2 | 2 | 2749 |" in markdown(rows, records)
+
+
+def _run(seed: int, executor: str | None) -> RunData:
+    tc = {"path": "cudagraph", "updates_per_step": 8, "num_envs": 1024, "env_workers": 15}
+    if executor is not None:
+        tc["executor"] = executor
+    return RunData(
+        run_dir=Path(f"u8_s{seed}"),
+        path="cudagraph",
+        seed=seed,
+        iterations=3,
+        num_envs=1024,
+        series={
+            "episode_length_mean": np.array([100.0, 950.0, 990.0]),
+            "tracking_lin_vel_frac": np.array([0.5, np.nan, 0.85]),
+        },
+        time_s=np.array([1.0, 2.0, 3.0]),
+        first_learning=0,
+        startup_s=10.0,
+        summary={"training_config": tc},
+    )
+
+
+def test_a_run_of_the_eager_steps_is_not_a_seed_of_the_compiled_cudagraph_path():
+    # path.compiled_steps=false runs under path=cudagraph; the executor tells them apart
+    records = [
+        walk_record(_run(1, "cudagraph")),
+        walk_record(_run(1, "cudagraph (eager steps)")),
+        walk_record(_run(2, None)),  # a summary from before the executor was recorded
+    ]
+    assert [r["path"] for r in records] == ["cudagraph", "cudagraph (eager steps)", "cudagraph"]
+    assert records[0]["iteration"] == 2 and records[0]["since_start_s"] == 13.0
+    rows = setting_table(records)
+    assert [(r["path"], r["seeds"]) for r in rows] == [
+        ("cudagraph", [1, 2]),
+        ("cudagraph (eager steps)", [1]),
+    ]
 
 
 def test_script_names_a_dir_without_a_summary(tmp_path):

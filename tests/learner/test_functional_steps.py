@@ -18,6 +18,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._guards import TracingContext
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.path import (
     COMPILE_INDUCTOR_CUDAGRAPHS_ON_CUDA,
@@ -160,3 +161,14 @@ def test_eager_steps_on_the_cudagraph_path_keep_dynamo_out():
     assert not PathConfig(name="eager").resolved_compile_rng("cuda")
     with pytest.raises(ConfigError, match="path=compile always compiles its steps"):
         PathConfig(name="compile", compiled_steps=False)
+
+
+@pytest.mark.parametrize(
+    ("path", "compile_rng", "compiled"),
+    [("eager", True, False), ("compile", True, True), ("compile", None, False)],
+)
+def test_the_executor_compiles_the_rng_hash_where_the_path_resolves_it(path, compile_rng, compiled):
+    # (the cudagraph path's eager steps, CUDA only: tests/learner/test_gpu_paths.py)
+    options = () if compile_rng is None else (("compile_rng", compile_rng),)
+    setup = Setup(batch_size=8, updates_per_step=2, num_envs=4, tiny=True, path_options=options)
+    assert build_learner(setup, path).state.rng.compiled is compiled

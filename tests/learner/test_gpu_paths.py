@@ -73,6 +73,11 @@ def test_cudagraph_of_the_eager_steps_matches_the_eager_path():
     assert _diff(graph, eager) <= 1e-6
 
 
+def test_eager_steps_compile_the_rng_hash_only_when_asked():
+    asked = replace(SETUP, path_options=(("compiled_steps", False), ("compile_rng", True)))
+    assert build_learner(asked, "cudagraph").state.rng.compiled
+
+
 GRAPH_TREES = replace(SETUP, path_options=(("inductor_cudagraphs", True),))
 
 
