@@ -77,6 +77,11 @@ class RunConfig:
     # Same numbers either way (tests). The thread stays the default: the inline tick measured
     # no gain on the H200 (machine start F, docs/benchmarks.md).
     collector_thread: bool = True
+    # A fresh run steps its random-action iterations (those before learning starts) on a
+    # thread while the learner compiles and captures, and stores them in order once that is
+    # done; every number stays the same (runner.prefill, tests). Off until measured on the
+    # H200: the thread shares the host with the compile. Ignored when resuming.
+    prefill_during_cold_start: bool = False
 
     def __post_init__(self) -> None:
         for key in ("num_envs", "iterations", "summary_last", "log_every"):

@@ -51,6 +51,7 @@ from flashsac_bench.runner.collector import (
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, build_env, warn_oversubscription
 from flashsac_bench.runner.liveness import Heartbeat
+from flashsac_bench.runner.prefill import Prefill, PrefilledTick, random_iterations
 from flashsac_bench.runner.progress import Progress
 from flashsac_bench.runner.records import (
     DeferredRow,
@@ -106,6 +107,7 @@ class Runner:
         self.writer = CheckpointWriter()  # run.background_checkpoints
         self._run_t0 = time.perf_counter()
         self._progress: Progress | None = None  # the loop's, while it runs
+        self._prefill: Prefill | None = None  # run.prefill_during_cold_start, while setup runs
 
     # ------------------------------------------------------------------ entry
     def run(self) -> dict[str, Any]:
@@ -188,6 +190,14 @@ class Runner:
         tc.update(training_config.learner_fields(learner, dims))
         self.info.device = device_info(self.device)
 
+        # A worker process that hangs is reported by the env itself (naming the worker), so the
+        # collector's generic timeout must not fire first.
+        timeout = self.collector_timeout_s
+        if tc["env_workers"]:
+            timeout = max(timeout, c.backend.worker_timeout_s + 5.0)
+        staging = Staging(learner.ring.layout, c.run.num_envs, pin=cuda)
+        prefill = self._start_prefill(env, staging, learner, timeout, closing)
+
         # Compile / capture before any timing; reported on its own as cold_start_s.
         t = time.perf_counter()
         learner.warmup()  # every path runs (and then undoes) one untimed cycle
@@ -196,12 +206,16 @@ class Runner:
         startup["cold_start_s"] = time.perf_counter() - t
         tc["executor"] = training_config.executor_name(learner)
 
-        staging = Staging(learner.ring.layout, c.run.num_envs, pin=cuda)
-        t = time.perf_counter()
-        obs, critic_obs = env.reset()
-        startup["env_ready_s"] = time.perf_counter() - t
-        staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
-        self._restore(learner, env, staging)
+        if prefill is None:
+            t = time.perf_counter()
+            obs, critic_obs = env.reset()
+            startup["env_ready_s"] = time.perf_counter() - t
+            staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
+            self._restore(learner, env, staging)
+        else:
+            t = time.perf_counter()
+            prefilled = prefill.join()
+            startup["prefill_wait_s"] = time.perf_counter() - t
         # Act and store: captured as CUDA graphs now, so that this too is cold start.
         t = time.perf_counter()
         steps = DeviceSteps(learner, staging, c.run.capture_device_steps)
@@ -209,11 +223,6 @@ class Runner:
         startup["device_steps_capture_s"] = time.perf_counter() - t
         startup["cold_start_s"] += startup["device_steps_capture_s"]
         tc["device_steps"] = steps.mode
-        # A worker process that hangs is reported by the env itself (naming the worker), so the
-        # collector's generic timeout must not fire first.
-        timeout = self.collector_timeout_s
-        if tc["env_workers"]:
-            timeout = max(timeout, c.backend.worker_timeout_s + 5.0)
         if c.run.checkpoint_every and c.run.background_checkpoints:
             self.writer.reserve_ring(tuple(learner.ring.storage.shape), learner.ring.storage.dtype)
         collector = self._collector(env, staging, timeout)
@@ -222,8 +231,61 @@ class Runner:
         closing.callback(collector.close)
         self.records.open_scalars(self.run_dir / "tb" if c.run.tensorboard else None)
         closing.callback(self.records.scalars.close)
+        if prefill is not None:
+            self._store_prefilled(prefill, prefilled, steps)
         lifecycle.report_start(self.records, self.threshold)
         return Parts(env, learner, staging, steps, collector)
+
+    def _start_prefill(
+        self,
+        env: VecEnv,
+        staging: Staging,
+        learner: FlashSACLearner,
+        timeout_s: float,
+        closing: ExitStack,
+    ) -> Prefill | None:
+        """run.prefill_during_cold_start: a fresh run's random-action iterations, started on a
+        thread before the cold start (runner.prefill). The run's clock starts with them."""
+        run = self.cfg.run
+        n = random_iterations(self.threshold, run.num_envs, run.iterations)
+        tc = self.info.training_config
+        tc["prefill_iterations"] = 0
+        if not run.prefill_during_cold_start or self._resume_payload is not None or n == 0:
+            return None
+        prefill = Prefill(env, staging, learner, n, run.log_every, run.iterations, timeout_s)
+        closing.callback(prefill.cancel)  # before the env closes (LIFO)
+        self._prefill = prefill.start()
+        tc["prefill_iterations"] = n
+        return prefill
+
+    def _store_prefilled(
+        self, prefill: Prefill, ticks: list[PrefilledTick], steps: DeviceSteps
+    ) -> None:
+        """Store the prefilled ticks in order and record their rows, as the loop would have;
+        then move the learner's RNG past their draws."""
+        ring, rec = steps.learner.ring, self.records
+        assert prefill.t0 is not None and prefill.reset_s is not None  # join() returned
+        rec.loop_t0 = prefill.t0  # the run's clock starts with the first prefilled iteration
+        self.info.startup["env_ready_s"] = prefill.reset_s
+        for p in ticks:
+            t = time.perf_counter()
+            steps.store(p.rows)
+            insert_ms = (time.perf_counter() - t) * 1e3
+            ring.advance(self.cfg.run.num_envs)
+            rec.defer(DeferredRow(p.iteration, False, p.tick, p.marks, insert_ms, ring.count))
+            rec.record_deferred(None, None)
+            rec.flush_due()
+        prefill.advance_rng()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.state.done_iterations = len(ticks)
+        log.info(
+            "stepped the %d random-action iterations during the cold start (prefill %.2f s, "
+            "waited %.2f s for it after the cold start)",
+            len(ticks),
+            ticks[-1].marks.stored - prefill.t0 if ticks else 0.0,
+            self.info.startup["prefill_wait_s"],
+        )
 
     def _collector(
         self, env: VecEnv, staging: Staging, timeout_s: float
@@ -251,7 +313,10 @@ class Runner:
             lifecycle.restore(payload, learner, env, staging, self.records, self.threshold)
 
     def _close_env(self, env: VecEnv) -> None:
-        # A hung collector thread may still be inside env.step: leave the env to the exit.
+        # A hung collector (or prefill) thread may still be inside env.step: leave the env to
+        # the exit.
+        if self._prefill is not None and self._prefill.hung:
+            return
         if self.parts is None or not self.parts.collector.hung:
             lifecycle.close_env(env)
 
@@ -266,11 +331,13 @@ class Runner:
         overlap = c.run.overlap_store
         st.status = "running"
         rec.write_summary()
-        rec.loop_t0 = time.perf_counter()
+        # run.prefill_during_cold_start: the first iterations began during setup, and so did
+        # the clock.
+        rec.loop_t0 = rec.loop_t0 or time.perf_counter()
         # Wall seconds from the runner's start to its first iteration: what "since start"
         # adds to the loop's time_s (the startup parts above leave out the small steps between).
         rec.setup_s = rec.loop_t0 - self._run_t0
-        for k in range(st.start_iteration, iterations):
+        for k in range(st.done_iterations, iterations):
             if signals.requested or st.stopped_by:  # st.stopped_by: run.stop_at_walk
                 break
             if limit is not None and time.perf_counter() - self._run_t0 >= limit:

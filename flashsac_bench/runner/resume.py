@@ -59,6 +59,7 @@ RESUME_MAY_CHANGE: dict[str, str] = {
     "backend.num_threads": "threads of the in-process pool",
     "backend.worker_timeout_s": "when a silent worker counts as hung",
     "run.collector_thread": "the env tick on a collector thread or on the main thread",
+    "run.prefill_during_cold_start": "a fresh run's random-action iterations during its cold start",
     # Exact levers: the same bits either way (tests/learner: test_projection,
     # test_normalizer_exploration_rng, test_paths_agree, test_functional_steps).
     "path.compile_rng": "the RNG's hash compiled or as separate ops (same bits)",

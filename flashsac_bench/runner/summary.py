@@ -96,7 +96,8 @@ TIMING_SEMANTICS = {
     "setup_s": (
         "host wall time from the runner's start to its first iteration: env build (its workers "
         "keep starting during the learner's build), learner build, compile and capture, "
-        "restore; startup holds the timed parts"
+        "restore; startup holds the timed parts. With run.prefill_during_cold_start the first "
+        "(random-action) iterations begin before the compile, and setup_s ends there"
     ),
     "rows": (
         "learning iterations only (warmup iterations with random actions and no update are "

@@ -134,3 +134,34 @@ def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
         if not torch.equal(a["learner"]["tensors"][k], b["learner"]["tensors"][k])
     ] == []
     assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
+
+
+def test_prefill_on_cuda_computes_the_same_training(tmp_path):
+    """run.prefill_during_cold_start: random actions drawn by the RNG's host twin, ticks stored
+    through the captured store graph after the capture, the device counter advanced past the
+    twin's draws: the same training as stepping those iterations in the loop, bit for bit."""
+    learner = build_learner(
+        Setup(batch_size=64, updates_per_step=2, num_envs=32, tiny=True, device="cuda"), "eager"
+    )
+    twin = learner.state.rng.host_twin()
+    assert torch.equal(learner.act_random(32, rng=twin), learner.act_random(32).cpu())
+    final = {}
+    for prefill in (False, True):
+        cfg = tiny_config(
+            num_envs=16,
+            iterations=10,
+            path="cudagraph",
+            hardware=CUDA,
+            prefill_during_cold_start=prefill,
+        )
+        train(cfg, run_dir=tmp_path / str(prefill), env_factory=_factory)
+        s = read_summary(tmp_path / str(prefill))
+        assert s["training_config"]["prefill_iterations"] == (4 if prefill else 0)
+        final[prefill] = load_checkpoint(resolve_resume_path(tmp_path / str(prefill)))
+    a, b = final[False], final[True]
+    assert [
+        k
+        for k in a["learner"]["tensors"]
+        if not torch.equal(a["learner"]["tensors"][k], b["learner"]["tensors"][k])
+    ] == []
+    assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
