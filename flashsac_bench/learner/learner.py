@@ -322,7 +322,9 @@ class FlashSACLearner:
     def act_random(self, num: int, rng: CounterRNG | None = None) -> torch.Tensor:
         """Uniform actions in [-1, 1] (before learning starts), drawn from the learner's RNG or
         from `rng`, its host twin (runner.prefill): the same bits either way."""
-        u = (rng or self.state.rng).uniform(STREAM_RANDOM_ACTION, (num, self.dims.action))
+        u = (self.state.rng if rng is None else rng).uniform(
+            STREAM_RANDOM_ACTION, (num, self.dims.action)
+        )
         return 2.0 * u - 1.0
 
     @torch.no_grad()

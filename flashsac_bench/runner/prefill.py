@@ -13,8 +13,10 @@ cold start is done. The numbers stay the same as stepping them in the loop:
   reward statistics included, before the first update (which in the loop also sees every
   earlier tick).
 
-What changes is only when they run: the thread shares the GIL and the CPU with the compile, and
-the walk's clock (rows' time_s, setup_s) starts with the first prefilled iteration.
+The thread makes no CUDA call (host RNG, pageable copies), so it cannot disturb the graph
+captures the main thread makes meanwhile. What changes is only when the iterations run: the
+thread shares the GIL and the CPU with the compile, and the walk's clock (rows' time_s,
+setup_s) starts with the first prefilled iteration.
 """
 
 from __future__ import annotations
@@ -98,7 +100,9 @@ class Prefill:
                 want = (k + 1) % self.log_every == 0 or k == self.total - 1
                 tick = pack_tick(self.env, s, want_metrics=want)
                 tick.start_ms = 0.0
-                rows = s.slab_t.clone()
+                # Pageable numpy memory, explicitly: a pinned allocation is a CUDA call, which
+                # could break the main thread's graph capture.
+                rows = torch.from_numpy(s.slab.copy())
                 done = time.perf_counter()
                 marks = IterationMarks(start, acted, acted, acted, acted, tick.end, done)
                 self.ticks.append(PrefilledTick(k, rows, tick, marks))
