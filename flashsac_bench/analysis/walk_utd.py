@@ -34,9 +34,9 @@ def walk_record(run: RunData) -> dict[str, Any]:
         "num_envs": int(tc.get("num_envs", 0)),
         "actor_updates_per_iteration": tc.get("actor_updates_per_iteration"),
         "seed": run.seed,
-        # what really ran the cycle: "cudagraph (eager steps)" (path.compiled_steps=false) or a
-        # capture fallback is a setting of its own, not a seed of the configured path
-        "path": str(tc.get("executor") or run.path),
+        # what really ran: "cudagraph (eager steps)" (path.compiled_steps=false), a capture
+        # fallback or a lever that was on is a setting of its own, not a seed of the path
+        "path": path_label(tc, run.path),
         # env worker processes (0: in-process): a setting of its own, e.g. a 15 vs 16 A/B
         "env_workers": int(tc.get("env_workers") or 0),
         **hit,
@@ -55,6 +55,23 @@ def walk_record(run: RunData) -> dict[str, Any]:
         # a walk trained in segments: time_s runs on across them, setup_s is the last segment's
         "resumed_from": s.get("resumed_from"),
     }
+
+
+# Levers a walk A/B turns on (training_config key, label): each one on makes its own setting,
+# also where it leaves every number as it was (a same-seed A/B then differs only in time).
+LEVERS = (
+    ("prefill_iterations", "prefill"),
+    ("aligned_layout", "aligned_layout"),
+    ("overlap_store", "overlap_store"),
+)
+
+
+def path_label(tc: dict[str, Any], path: str) -> str:
+    """The executor that ran the cycle, then every lever that was on: "cudagraph + prefill"."""
+    levers = [label for key, label in LEVERS if tc.get(key)]
+    if tc.get("collector") == "inline":
+        levers.append("inline tick")
+    return " + ".join([str(tc.get("executor") or path), *levers])
 
 
 def _median(values: list[float]) -> float | None:

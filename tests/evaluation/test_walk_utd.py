@@ -140,6 +140,20 @@ def test_a_run_of_the_eager_steps_is_not_a_seed_of_the_compiled_cudagraph_path()
     ]
 
 
+def test_a_lever_that_was_on_makes_a_setting_of_its_own():
+    # a same-seed A/B of run.prefill_during_cold_start: the same numbers, but not two seeds
+    plain, prefill, both = _run(1, "cudagraph"), _run(1, "cudagraph"), _run(1, "cudagraph")
+    prefill.summary["training_config"]["prefill_iterations"] = 49
+    both.summary["training_config"].update(prefill_iterations=49, aligned_layout=True)
+    records = [walk_record(r) for r in (plain, prefill, both)]
+    assert [r["path"] for r in records] == [
+        "cudagraph",
+        "cudagraph + prefill",
+        "cudagraph + prefill + aligned_layout",
+    ]
+    assert [r["seeds"] for r in setting_table(records)] == [[1], [1], [1]]
+
+
 def test_script_names_a_dir_without_a_summary(tmp_path):
     proc = subprocess.run(
         [
