@@ -126,7 +126,9 @@ class Prefill:
                 )
         if self.error is not None:
             err = self.error
-            what = f"step failed at iteration {len(self.ticks)}" if self.t0 else "reset failed"
+            what = "reset failed"
+            if self.t0 is not None:
+                what = f"step failed at iteration {len(self.ticks)}"
             raise CollectorError(f"env {what} (prefill): {type(err).__name__}: {err}") from err
         return self.ticks
 
