@@ -63,9 +63,11 @@ def test_the_host_twin_draws_what_the_generator_draws_next():
         assert torch.equal(drawn, rng.uniform(2, (4, 3)))
 
 
-def test_prefill_computes_the_same_run(tmp_path):
-    a = _run(tmp_path / "a", iterations=N + 1)
-    b = _run(tmp_path / "b", iterations=N + 1, prefill_during_cold_start=True)
+@pytest.mark.parametrize("path", ["eager", "compile"])
+def test_prefill_computes_the_same_run(tmp_path, path):
+    # compile: Dynamo traces on the main thread while the prefill thread runs torch ops
+    a = _run(tmp_path / "a", iterations=N + 1, path=path)
+    b = _run(tmp_path / "b", iterations=N + 1, path=path, prefill_during_cold_start=True)
     assert a["training_config"]["prefill_iterations"] == 0
     assert b["training_config"]["prefill_iterations"] == 4
     assert b["first_learning_iteration"] == a["first_learning_iteration"] == 4
