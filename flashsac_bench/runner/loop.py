@@ -51,7 +51,7 @@ from flashsac_bench.runner.collector import (
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import EnvFactory, build_env, warn_oversubscription
 from flashsac_bench.runner.liveness import Heartbeat
-from flashsac_bench.runner.prefill import Prefill, PrefilledTick, random_iterations
+from flashsac_bench.runner.prefill import Prefill, random_iterations
 from flashsac_bench.runner.progress import Progress
 from flashsac_bench.runner.records import (
     DeferredRow,
@@ -59,6 +59,7 @@ from flashsac_bench.runner.records import (
     Records,
     RunInfo,
     RunState,
+    reads_env_metrics,
 )
 from flashsac_bench.runner.summary import device_info, git_info, load_summary
 from flashsac_bench.runner.writes import write_error
@@ -214,7 +215,7 @@ class Runner:
             self._restore(learner, env, staging)
         else:
             t = time.perf_counter()
-            prefilled = prefill.join()
+            prefill.join()
             startup["prefill_wait_s"] = time.perf_counter() - t
         # Act and store: captured as CUDA graphs now, so that this too is cold start.
         t = time.perf_counter()
@@ -232,7 +233,7 @@ class Runner:
         self.records.open_scalars(self.run_dir / "tb" if c.run.tensorboard else None)
         closing.callback(self.records.scalars.close)
         if prefill is not None:
-            self._store_prefilled(prefill, prefilled, steps)
+            self._store_prefilled(prefill, steps)
         lifecycle.report_start(self.records, self.threshold)
         return Parts(env, learner, staging, steps, collector)
 
@@ -258,12 +259,10 @@ class Runner:
         tc["prefill_iterations"] = n
         return prefill
 
-    def _store_prefilled(
-        self, prefill: Prefill, ticks: list[PrefilledTick], steps: DeviceSteps
-    ) -> None:
+    def _store_prefilled(self, prefill: Prefill, steps: DeviceSteps) -> None:
         """Store the prefilled ticks in order and record their rows, as the loop would have;
         then move the learner's RNG past their draws."""
-        ring, rec = steps.learner.ring, self.records
+        ring, rec, ticks = steps.learner.ring, self.records, prefill.ticks
         assert prefill.t0 is not None and prefill.reset_s is not None  # join() returned
         rec.loop_t0 = prefill.t0  # the run's clock starts with the first prefilled iteration
         self.info.startup["env_ready_s"] = prefill.reset_s
@@ -357,7 +356,7 @@ class Runner:
             # 2. collector steps the envs ...
             staging.select(k % Staging.SLABS if overlap else 0)
             released = time.perf_counter()
-            collector.submit(k, want_metrics=(k + 1) % log_every == 0 or k == iterations - 1)
+            collector.submit(k, want_metrics=reads_env_metrics(k, log_every, iterations))
             # 3. iteration k-1's late values are complete (the hand-off synced past its
             # update); read them while the envs step, before the next update overwrites them
             late = self._late_values(p)

@@ -21,7 +21,6 @@ setup_s) starts with the first prefilled iteration.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -32,9 +31,7 @@ import torch
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.collector import CollectorError, Staging, TickResult, pack_tick
-from flashsac_bench.runner.records import IterationMarks
-
-log = logging.getLogger("flashsac_bench.runner")
+from flashsac_bench.runner.records import IterationMarks, reads_env_metrics
 
 _POLL_S = 0.25
 
@@ -97,7 +94,7 @@ class Prefill:
                 start = time.perf_counter()
                 s.actions_t.copy_(self.learner.act_random(n, rng=self._rng))
                 acted = time.perf_counter()
-                want = (k + 1) % self.log_every == 0 or k == self.total - 1
+                want = reads_env_metrics(k, self.log_every, self.total)
                 tick = pack_tick(self.env, s, want_metrics=want)
                 tick.start_ms = 0.0
                 # Pageable numpy memory, explicitly: a pinned allocation is a CUDA call, which
@@ -109,9 +106,9 @@ class Prefill:
         except BaseException as err:  # noqa: BLE001 - reported by `join`
             self.error = err
 
-    def join(self) -> list[PrefilledTick]:
-        """Every prefilled tick, once the thread is done; CollectorError if a tick raised or
-        none finished for timeout_s (the thread is then abandoned: it is a daemon)."""
+    def join(self) -> None:
+        """Wait until every tick is in `ticks`; CollectorError if a tick raised or none
+        finished for timeout_s (the thread is then abandoned: it is a daemon)."""
         assert self._thread is not None, "join() without start()"
         seen, last = 0, time.perf_counter()
         while self._thread.is_alive():
@@ -130,7 +127,6 @@ class Prefill:
             if self.t0 is not None:
                 what = f"step failed at iteration {len(self.ticks)}"
             raise CollectorError(f"env {what} (prefill): {type(err).__name__}: {err}") from err
-        return self.ticks
 
     def advance_rng(self) -> None:
         """Move the learner's counter past the prefill's draws (after the cold start, which

@@ -41,6 +41,11 @@ EPISODE_WINDOW = 100
 log = logging.getLogger("flashsac_bench.runner")
 
 
+def reads_env_metrics(iteration: int, log_every: int, iterations: int) -> bool:
+    """Whether iteration's tick reads the env's metrics: it ends a log window or the run."""
+    return (iteration + 1) % log_every == 0 or iteration == iterations - 1
+
+
 @dataclass(frozen=True)
 class IterationMarks:
     """time.perf_counter() at the steps of one iteration (numbered as in runner.loop)."""

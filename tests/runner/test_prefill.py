@@ -25,9 +25,14 @@ from flashsac_bench.runner.prefill import random_iterations
 N = 7  # learning starts at iteration 4: max(4 x 8 envs, batch 32) rows
 
 
-def _factory(**env_kw):
+def _factory(built: list[FakeEnv] | None = None, **env_kw):
+    """A fake-env factory; `built` collects every env it makes."""
+
     def make(task, backend, num_envs, seed):
-        return FakeEnv(num_envs, seed, **env_kw)
+        env = FakeEnv(num_envs, seed, **env_kw)
+        if built is not None:
+            built.append(env)
+        return env
 
     return make
 
@@ -111,10 +116,7 @@ def _prefill_threads(before: set[threading.Thread]) -> list[threading.Thread]:
 
 def test_an_env_step_that_raises_during_the_prefill_fails_the_run_clearly(tmp_path):
     envs: list[FakeEnv] = []
-
-    def factory(task, backend, num_envs, seed):
-        envs.append(FakeEnv(num_envs, seed, fail_at=2))
-        return envs[-1]
+    factory = _factory(envs, fail_at=2)
 
     before = set(threading.enumerate())
     cfg = tiny_config(iterations=12, prefill_during_cold_start=True)
@@ -127,10 +129,7 @@ def test_an_env_step_that_raises_during_the_prefill_fails_the_run_clearly(tmp_pa
 
 def test_a_failed_cold_start_stops_the_prefill_and_closes_the_env(tmp_path, monkeypatch):
     envs: list[FakeEnv] = []
-
-    def factory(task, backend, num_envs, seed):
-        envs.append(FakeEnv(num_envs, seed, step_sleep_s=0.05))
-        return envs[-1]
+    factory = _factory(envs, step_sleep_s=0.05)
 
     def failing_warmup(self):
         time.sleep(0.1)  # the prefill thread is mid-way
@@ -149,10 +148,7 @@ def test_a_failed_cold_start_stops_the_prefill_and_closes_the_env(tmp_path, monk
 
 def test_a_hung_env_step_during_the_prefill_fails_the_run(tmp_path):
     envs: list[FakeEnv] = []
-
-    def factory(task, backend, num_envs, seed):
-        envs.append(FakeEnv(num_envs, seed, hang_at=1))
-        return envs[-1]
+    factory = _factory(envs, hang_at=1)
 
     before = set(threading.enumerate())
     start = time.perf_counter()

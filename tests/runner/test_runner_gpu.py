@@ -127,12 +127,13 @@ def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
         s = read_summary(tmp_path / str(capture))
         assert s["training_config"]["device_steps"] == ("cuda_graphs" if capture else "eager")
         final[capture] = load_checkpoint(resolve_resume_path(tmp_path / str(capture)))
-    a, b = final[False], final[True]
-    assert [
-        k
-        for k in a["learner"]["tensors"]
-        if not torch.equal(a["learner"]["tensors"][k], b["learner"]["tensors"][k])
-    ] == []
+    _assert_same_training(final[False], final[True])
+
+
+def _assert_same_training(a: dict, b: dict) -> None:
+    """Two final checkpoints hold the same learner state and replay ring, bit for bit."""
+    ta, tb = a["learner"]["tensors"], b["learner"]["tensors"]
+    assert [k for k in ta if not torch.equal(ta[k], tb[k])] == []
     assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
 
 
@@ -158,10 +159,4 @@ def test_prefill_on_cuda_computes_the_same_training(tmp_path):
         s = read_summary(tmp_path / str(prefill))
         assert s["training_config"]["prefill_iterations"] == (4 if prefill else 0)
         final[prefill] = load_checkpoint(resolve_resume_path(tmp_path / str(prefill)))
-    a, b = final[False], final[True]
-    assert [
-        k
-        for k in a["learner"]["tensors"]
-        if not torch.equal(a["learner"]["tensors"][k], b["learner"]["tensors"][k])
-    ] == []
-    assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
+    _assert_same_training(final[False], final[True])
