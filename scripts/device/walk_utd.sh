@@ -51,7 +51,7 @@ for item in $PLAN; do
   IFS=: read -r ups seed limit envs path extra <<< "$item"
   tag=""; for o in ${extra//,/ }; do k=${o%%=*}; tag+="_${k##*.}${o#*=}"; done
   name=u${ups}${envs:+_e$envs}${path:+_$path}${tag}_s$seed; RUN=$W/utd/$name
-  need=$((limit + 30)); [ "$EVAL" = 1 ] && need=$((need + ${EVAL_TIMEOUT:-120}))
+  need=$((limit + 30)); [ "$EVAL" = 0 ] || need=$((need + ${EVAL_TIMEOUT:-120}))  # EVAL=end: its evaluations must still fit
   if [ "$(left)" -lt "$need" ]; then echo "skip $name: $(left) s left, needs $need"; continue; fi
   train $RUN $W/logs/$name.log $limit update.name=u$ups update.updates_per_step=$ups \
     run.seed=$seed run.stop_at_walk=${STOP_AT_WALK:-true} run.time_limit_s=$limit \
