@@ -42,6 +42,10 @@ def walk_record(run: RunData) -> dict[str, Any]:
         **hit,
         "setup_s": round(run.startup_s, 2),
         "cold_start_s": round(float(startup.get("cold_start_s", float("nan"))), 2),
+        # since start at the end of the first learning iteration: the setup and the
+        # random-action iterations (what run.prefill_during_cold_start overlaps), apart from
+        # the loop's host noise that the time to walk also carries
+        "learning_since_start_s": _learning_since_start(run),
         "final_tracking_lin_vel_frac": float(logged[-1]) if len(logged) else None,
         "iter_ms_median": (s.get("iter_ms") or {}).get("median"),
         "learner_train_ms_median": (s.get("learner_train_ms") or {}).get("median"),
@@ -55,6 +59,14 @@ def walk_record(run: RunData) -> dict[str, Any]:
         # a walk trained in segments: time_s runs on across them, setup_s is the last segment's
         "resumed_from": s.get("resumed_from"),
     }
+
+
+def _learning_since_start(run: RunData) -> float | None:
+    rows = run.summary.get("rows_all") or [{"iteration": 0}]
+    k = None if run.first_learning is None else run.first_learning - rows[0]["iteration"]
+    if k is None or not 0 <= k < len(run.time_s) or not np.isfinite(run.time_s[k]):
+        return None
+    return round(run.startup_s + float(run.time_s[k]), 2)
 
 
 # Levers a walk A/B turns on (training_config key, label): each one on makes its own setting,
@@ -143,14 +155,15 @@ def markdown(rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         )
     out += [
         "",
-        "| run | iteration | loop s | setup s (cold start) | since start s | iteration ms "
-        "| env step ms |",
-        "|---|---|---|---|---|---|---|",
+        "| run | iteration | loop s | setup s (cold start) | learning from s | since start s "
+        "| iteration ms | env step ms |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(records, key=lambda r: (*_setting(r), r["seed"])):
         out.append(
             f"| {r['run']} | {r.get('iteration', '-')} | {f(r.get('loop_s'))} "
-            f"| {f(r['setup_s'])} ({f(r['cold_start_s'])}) | {f(r.get('since_start_s'))} "
+            f"| {f(r['setup_s'])} ({f(r['cold_start_s'])}) "
+            f"| {f(r.get('learning_since_start_s'), 2)} | {f(r.get('since_start_s'))} "
             f"| {f(r.get('iter_ms_median'), 2)} | {f(r.get('env_step_ms_median'), 2)} |"
         )
     return "\n".join(out) + "\n"

@@ -133,11 +133,22 @@ def test_a_run_of_the_eager_steps_is_not_a_seed_of_the_compiled_cudagraph_path()
     ]
     assert [r["path"] for r in records] == ["cudagraph", "cudagraph (eager steps)", "cudagraph"]
     assert records[0]["iteration"] == 2 and records[0]["since_start_s"] == 13.0
+    assert records[0]["learning_since_start_s"] == 11.0  # setup + the first row's time_s
     rows = setting_table(records)
     assert [(r["path"], r["seeds"]) for r in rows] == [
         ("cudagraph", [1, 2]),
         ("cudagraph (eager steps)", [1]),
     ]
+
+
+def test_learning_since_start_counts_from_the_runs_first_row():
+    run = _run(1, "cudagraph")
+    run.first_learning = 11  # rows 10, 11, 12 (e.g. a segment's rows): the second row
+    run.summary["rows_all"] = [{"iteration": 10}, {"iteration": 11}, {"iteration": 12}]
+    assert walk_record(run)["learning_since_start_s"] == 12.0
+    run.first_learning = None  # never learned
+    assert walk_record(run)["learning_since_start_s"] is None
+    assert "| u8_s1 | 2 | 3.0 | 10.0 (nan) | - | 13.0 |" in markdown([], [walk_record(run)])
 
 
 def test_a_lever_that_was_on_makes_a_setting_of_its_own():
