@@ -46,6 +46,10 @@ def walk_record(run: RunData) -> dict[str, Any]:
         # random-action iterations (what run.prefill_during_cold_start overlaps), apart from
         # the loop's host noise that the time to walk also carries
         "learning_since_start_s": _learning_since_start(run),
+        # the timed setup parts, and what a random-action iteration took (in the loop, or on
+        # the prefill thread beside the compile)
+        "startup": {k: round(v, 2) for k, v in startup.items() if isinstance(v, int | float)},
+        "random_iter_ms_mean": _random_iter_ms(s),
         "final_tracking_lin_vel_frac": float(logged[-1]) if len(logged) else None,
         "iter_ms_median": (s.get("iter_ms") or {}).get("median"),
         "learner_train_ms_median": (s.get("learner_train_ms") or {}).get("median"),
@@ -67,6 +71,12 @@ def _learning_since_start(run: RunData) -> float | None:
     if k is None or not 0 <= k < len(run.time_s) or not np.isfinite(run.time_s[k]):
         return None
     return round(run.startup_s + float(run.time_s[k]), 2)
+
+
+def _random_iter_ms(summary: dict[str, Any]) -> float | None:
+    ms = [r["iter_ms"] for r in summary.get("rows_all", []) if not r.get("learning")]
+    ms = [float(x) for x in ms if isinstance(x, int | float)]
+    return round(statistics.mean(ms), 1) if ms else None
 
 
 # Levers a walk A/B turns on (training_config key, label): each one on makes its own setting,

@@ -144,11 +144,19 @@ def test_a_run_of_the_eager_steps_is_not_a_seed_of_the_compiled_cudagraph_path()
 def test_learning_since_start_counts_from_the_runs_first_row():
     run = _run(1, "cudagraph")
     run.first_learning = 11  # rows 10, 11, 12 (e.g. a segment's rows): the second row
-    run.summary["rows_all"] = [{"iteration": 10}, {"iteration": 11}, {"iteration": 12}]
-    assert walk_record(run)["learning_since_start_s"] == 12.0
+    run.summary["rows_all"] = [
+        {"iteration": 10, "learning": False, "iter_ms": 30.0},
+        {"iteration": 11, "learning": True, "iter_ms": 40.0},
+        {"iteration": 12, "learning": True, "iter_ms": 41.0},
+    ]
+    run.summary["startup"] = {"cold_start_s": 7.123, "prefill_wait_s": 0.0}
+    rec = walk_record(run)
+    assert rec["learning_since_start_s"] == 12.0
+    assert rec["random_iter_ms_mean"] == 30.0  # the rows before learning only
+    assert rec["startup"] == {"cold_start_s": 7.12, "prefill_wait_s": 0.0}
     run.first_learning = None  # never learned
     assert walk_record(run)["learning_since_start_s"] is None
-    assert "| u8_s1 | 2 | 3.0 | 10.0 (nan) | - | 13.0 |" in markdown([], [walk_record(run)])
+    assert "| u8_s1 | 2 | 3.0 | 10.0 (7.1) | - | 13.0 |" in markdown([], [walk_record(run)])
 
 
 def test_a_lever_that_was_on_makes_a_setting_of_its_own():
