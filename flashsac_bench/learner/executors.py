@@ -19,6 +19,7 @@ import torch
 
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.learner.cycle import ActorStep, CriticStep
+from flashsac_bench.learner.graphs import GraphSet, collect_dead_graphs
 from flashsac_bench.learner.state import LearnerState
 from flashsac_bench.learner.updates import Step, UpdateStatics, actor_targets, critic_targets
 
@@ -90,6 +91,13 @@ class EagerExecutor:
 
     def run(self) -> None:
         self._cycle()
+
+    def graph_sets(self) -> tuple[GraphSet, ...]:
+        """This executor's own CUDA graphs (the cudagraph path has one set)."""
+        return ()
+
+    def release_graphs(self) -> None:
+        """Destroy this executor's own CUDA graphs."""
 
     def _cycle(self) -> None:
         self.parts.run_cycle(*self.steps())
@@ -175,9 +183,20 @@ class CudaGraphExecutor(CompileExecutor):
             self.inductor_cudagraphs = False
             self._critic, self._actor = parts.critic_step, parts.actor_step
             self._warm = False
-        self.graph: torch.cuda.CUDAGraph | None = None
+        self.graphs = GraphSet()  # the cycle's graph; destroyed only by release_graphs()
         self.fallback = False
         self.captures = 0
+
+    @property
+    def graph(self) -> torch.cuda.CUDAGraph | None:
+        return self.graphs.get("cycle")
+
+    def graph_sets(self) -> tuple[GraphSet, ...]:
+        return (self.graphs,)
+
+    def release_graphs(self) -> None:
+        """Destroy the captured cycle (learner/graphs.py); a later run() captures it anew."""
+        self.graphs.release(self.parts.device)
 
     def warmup(self) -> None:
         if self.graph is not None or self.fallback:
@@ -196,10 +215,9 @@ class CudaGraphExecutor(CompileExecutor):
             torch.cuda.current_stream(device).wait_stream(side)
 
         snap = self._untimed(settle)
+        collect_dead_graphs(keep=(self.graphs,))
         try:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                self._cycle()
+            self.graphs.capture("cycle", self._cycle)
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
             if not parts.path.fallback_to_compile:
                 raise
@@ -215,7 +233,6 @@ class CudaGraphExecutor(CompileExecutor):
             parts.state.restore(snap)
         else:
             # Capture records kernels without running them: the state is still `snap`.
-            self.graph = graph
             self.captures += 1
             log.info("captured the update cycle as one CUDA graph (capture #%d)", self.captures)
         self._warm = True

@@ -295,6 +295,11 @@ class FlashSACLearner:
         """Compile / capture before timing; leaves the learner state unchanged."""
         self.executor.warmup()
 
+    def release_graphs(self) -> None:
+        """Destroy the captured update cycle, if any (learner/graphs.py says why this is explicit);
+        a later update() captures it anew."""
+        self.executor.release_graphs()
+
     # ------------------------------------------------------------------ acting
     @torch.no_grad()
     def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

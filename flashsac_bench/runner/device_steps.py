@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import torch
 
+from flashsac_bench.learner.graphs import GraphSet, collect_dead_graphs
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.timing import LearnerTimer
@@ -52,7 +53,7 @@ class DeviceSteps:
         self.r_col = lay.span("rewards")[0]
         self.t_col = lay.span("terminated")[0]
         self.u_col = lay.span("truncated")[0]
-        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}
+        self.graphs = GraphSet()  # act / store; destroyed only by release() (learner/graphs.py)
         self.capture_error: str | None = None
         self._waiting: int | None = None  # staging slab whose tick is not stored yet
         self.timer = LearnerTimer(learner.device)
@@ -145,6 +146,7 @@ class DeviceSteps:
             return
         learner, ring = self.learner, self.learner.ring
         dev = learner.device
+        collect_dead_graphs(keep=(self.graphs, *learner.executor.graph_sets()))
         state = learner.state.snapshot()
         slots = ring.next_slots(self.staging.num_envs)  # what the warm-up store overwrites
         rows = ring.storage.index_select(0, slots)
@@ -159,12 +161,10 @@ class DeviceSteps:
             torch.cuda.synchronize(dev)
             self._restore(state, slots, rows, cursor, size)
             for name, fn in (("act", self._act), ("store", self._store)):
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                    fn()
-                self.graphs[name] = graph
+                self.graphs.capture(name, fn)
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
-            self.graphs.clear()
+            # Kept alive, not destroyed: the learner's cycle graph may share their stream.
+            self.graphs.retire_all()
             self.capture_error = f"{type(err).__name__}: {err}"
             warnings.warn(
                 f"CUDA graph capture of the act / store steps failed ({self.capture_error}); "
@@ -176,6 +176,11 @@ class DeviceSteps:
             self._restore(state, slots, rows, cursor, size)
         else:
             log.info("captured the act and store steps as CUDA graphs")
+
+    def release(self) -> None:
+        """Destroy the act / store graphs (at the run's end; learner/graphs.py says why)."""
+        if self.cuda:
+            self.graphs.release(self.learner.device)
 
     def _restore(self, state, slots, rows, cursor, size) -> None:
         ring = self.learner.ring
