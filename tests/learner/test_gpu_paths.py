@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from dataclasses import replace
 
 import pytest
 import torch
 
 from flashsac_bench.bench.synthetic import Setup, build_learner
+from flashsac_bench.runner.collector import Staging
+from flashsac_bench.runner.device_steps import DeviceSteps
 
 pytestmark = pytest.mark.gpu
 
@@ -138,3 +142,31 @@ def test_fused_optimizer_tail_on_every_path():
     assert graph.executor.graph is not None
     assert _diff(graph, comp) <= 1e-6
     assert _diff(comp, plain) <= 1e-4
+
+
+def test_a_dropped_learners_graphs_die_before_the_next_capture():
+    """torch 2.11 clears a stream's cuBLAS workspaces when a graph captured on it dies
+    (pytorch/pytorch#193402, learner/graphs.py). Graphs dropped in a reference cycle used to die
+    at a later collection, after the next learner had captured, whose next replay then faulted
+    (the order fault of docs/benchmarks.md, "Machine start H"). Now a capture collects them
+    first."""
+    gc.disable()  # only the collections the capture and this test make
+    try:
+        old = build_learner(SETUP, "eager")
+        steps = DeviceSteps(old, Staging(old.ring.layout, SETUP.num_envs, pin=True), capture=True)
+        steps.capture()
+        assert steps.mode == "cuda_graphs"
+        steps.me = steps  # a reference cycle: only a collection frees it
+        gone = weakref.ref(steps)
+        del old, steps
+        graph, comp = build_learner(SETUP, "cudagraph"), build_learner(SETUP, "compile")
+        graph.update()  # the capture: the dropped steps' graphs die before it
+        comp.update()
+        assert gone() is None
+        gc.collect()  # where they would have died without it
+        for _ in range(3):
+            graph.update()
+            comp.update()
+        assert _diff(graph, comp) <= 1e-6
+    finally:
+        gc.enable()

@@ -13,8 +13,10 @@ from runner_fakes import FakeEnv
 from runner_helpers import cli_overrides, fake_env_environ, read_summary, run_cli, tiny_config
 
 from flashsac_bench.hydra_app import train
+from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, CollectorError
+from flashsac_bench.runner.device_steps import DeviceSteps
 
 
 def _factory(**env_kw):
@@ -144,3 +146,42 @@ def test_time_limit_ends_the_run_as_complete_with_the_reason(tmp_path):
     assert s["time_limit_s"] == 6.0
     assert 6.0 <= elapsed < 6.0 + 5.0  # one iteration takes milliseconds here
     assert load_checkpoint(resolve_resume_path(tmp_path))["iteration"] == s["iterations_done"]
+
+
+def _release_calls(monkeypatch) -> list[str]:
+    """Which CUDA-graph owners the runner released, in order (learner/graphs.py says why)."""
+    calls: list[str] = []
+    release_graphs, release = FlashSACLearner.release_graphs, DeviceSteps.release
+
+    def learner_release(self):
+        calls.append("learner")
+        release_graphs(self)
+
+    def steps_release(self):
+        calls.append("steps")
+        release(self)
+
+    monkeypatch.setattr(FlashSACLearner, "release_graphs", learner_release)
+    monkeypatch.setattr(DeviceSteps, "release", steps_release)
+    return calls
+
+
+def test_the_runner_releases_the_graphs_at_the_end_of_a_run(tmp_path, monkeypatch):
+    calls = _release_calls(monkeypatch)
+    train(
+        tiny_config(iterations=12),
+        run_dir=tmp_path,
+        env_factory=_factory(),
+    )
+    assert calls == ["steps", "learner"]  # once each; the steps' graphs first
+
+
+def test_the_runner_releases_the_graphs_when_the_run_fails(tmp_path, monkeypatch):
+    calls = _release_calls(monkeypatch)
+    with pytest.raises(CollectorError, match="fake env exploded"):
+        train(
+            tiny_config(iterations=40),
+            run_dir=tmp_path,
+            env_factory=_factory(fail_at=7),
+        )
+    assert calls == ["steps", "learner"]

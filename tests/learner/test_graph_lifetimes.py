@@ -1,0 +1,104 @@
+"""learner.graphs: when the project's CUDA graphs are destroyed (torch 2.11 clears a stream's
+cuBLAS workspaces when a graph captured on it dies, pytorch/pytorch#193402). On the CPU the
+graphs are stand-ins. The runner's release: tests/runner/test_runner_faults.py; the GPU case:
+tests/learner/test_gpu_paths.py::test_a_dropped_learners_graphs_die_before_the_next_capture."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from contextlib import contextmanager
+
+import pytest
+import torch
+
+from flashsac_bench.learner import graphs
+from flashsac_bench.learner.graphs import GraphSet, collect_dead_graphs
+
+
+class _Graph:
+    """Stands in for torch.cuda.CUDAGraph (no CUDA here)."""
+
+
+@pytest.fixture
+def fake_capture(monkeypatch):
+    """torch.cuda.CUDAGraph / torch.cuda.graph without CUDA; `fail` makes the next capture
+    raise, `synced` counts device synchronizations."""
+    state = {"fail": False, "synced": 0}
+
+    @contextmanager
+    def graph(g, capture_error_mode="global"):
+        if state["fail"]:
+            raise RuntimeError("simulated capture failure")
+        yield
+
+    def synchronize(device=None):
+        state["synced"] += 1
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _Graph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
+    return state
+
+
+@pytest.fixture(autouse=True)
+def _no_other_owners(monkeypatch):
+    """Owners left by other tests (released or not) must not decide these tests."""
+    monkeypatch.setattr(graphs, "_OWNERS", weakref.WeakSet())
+
+
+def test_a_failed_capture_keeps_its_graph_until_release(fake_capture):
+    s = GraphSet()
+    first = s.capture("act", lambda: None)
+    assert s.get("act") is first and s and s.holds_graphs
+    fake_capture["fail"] = True
+    with pytest.raises(RuntimeError, match="simulated capture failure"):
+        s.capture("store", lambda: None)
+    assert s.get("store") is None  # never replayed ...
+    assert len(s._retired) == 1 and isinstance(s._retired[0], _Graph)  # ... but not destroyed
+    s.release(torch.device("cpu"))
+    assert not s.holds_graphs and fake_capture["synced"] == 1
+
+
+def test_a_replaced_or_retired_graph_stays_alive_until_release(fake_capture):
+    s = GraphSet()
+    old = s.capture("cycle", lambda: None)
+    new = s.capture("cycle", lambda: None)
+    assert s.get("cycle") is new and s._retired == [old]
+    s.retire_all()
+    assert not s and s.holds_graphs and s._retired == [old, new]
+    s.release(torch.device("cpu"))
+    assert not s.holds_graphs
+
+
+def test_release_without_graphs_does_not_touch_the_device(fake_capture):
+    GraphSet().release(torch.device("cpu"))
+    assert fake_capture["synced"] == 0
+
+
+def test_a_dropped_owner_in_a_reference_cycle_is_destroyed_before_the_next_capture(
+    fake_capture,
+):
+    gc.disable()  # only the collections made here
+    try:
+        dropped = GraphSet()
+        dropped.capture("cycle", lambda: None)
+        dropped.me = dropped  # a reference cycle: refcounting alone never frees it
+        gone = weakref.ref(dropped)
+        del dropped
+        assert gone() is not None  # unreachable, yet alive: its graph would die "later"
+        current = GraphSet()
+        assert collect_dead_graphs(keep=(current,))
+        assert gone() is None  # destroyed now, before `current` captures
+        current.capture("cycle", lambda: None)
+        # Only graphs of its own left: no collection (a fresh run pays nothing).
+        assert not collect_dead_graphs(keep=(current,))
+    finally:
+        gc.enable()
+
+
+def test_released_owners_do_not_cost_a_collection(fake_capture):
+    done = GraphSet()
+    done.capture("cycle", lambda: None)
+    done.release(torch.device("cpu"))
+    assert not collect_dead_graphs()
