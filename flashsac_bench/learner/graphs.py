@@ -17,6 +17,12 @@ captured after it will replay again:
   holds graphs: a dropped learner in a reference cycle is then destroyed now, before the new
   capture, not at some later collection. In a fresh process nothing else holds graphs, so a
   run pays nothing for this.
+
+Not covered: an owner that is still alive when another one captures, and is destroyed while
+that other one still replays. Nothing in the runner does this, since a run's graphs live until
+its end. Benchmarks that keep several learners at once drop them together. Giving each graph a
+capture stream of its own would cover it too, but that is not built: it could not be checked
+without a GPU.
 """
 
 from __future__ import annotations
