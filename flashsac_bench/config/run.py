@@ -79,8 +79,9 @@ class RunConfig:
     collector_thread: bool = True
     # A fresh run steps its random-action iterations (those before learning starts) on a
     # thread while the learner compiles and captures, and stores them in order once that is
-    # done; every number stays the same (runner.prefill, tests). Off until measured on the
-    # H200: the thread shares the host with the compile. Ignored when resuming.
+    # done; every number stays the same (runner.prefill, tests). Off by default, on in
+    # g1_walk_h200, where it was measured on the H200 (docs/benchmarks.md, "Machine start H");
+    # the thread shares the host with the compile. Ignored when resuming.
     prefill_during_cold_start: bool = False
 
     def __post_init__(self) -> None:
