@@ -258,6 +258,14 @@ def record_failure(records: Records, err: BaseException) -> None:
             log.error("could not write the partial summary: %s", write_err)
 
 
+def release_quietly(release: Callable[[], None], what: str) -> None:
+    """Release a run's CUDA graphs at its end; a failed device must not hide the run's error."""
+    try:
+        release()
+    except Exception as err:  # noqa: BLE001
+        log.warning("could not release %s: %s", what, err)
+
+
 def close_env(env: VecEnv) -> None:
     try:
         env.close()

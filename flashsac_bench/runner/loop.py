@@ -27,7 +27,6 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -191,7 +190,9 @@ class Runner:
         startup["learner_build_s"] = time.perf_counter() - t
         # Graphs die at the run's end, not whenever the garbage collector finds them
         # (flashsac_bench/learner/graphs.py: a late one would break a later run's graphs).
-        closing.callback(self._release, learner.release_graphs, "the update cycle's CUDA graph")
+        closing.callback(
+            lifecycle.release_quietly, learner.release_graphs, "the update cycle's CUDA graph"
+        )
         tc.update(training_config.learner_fields(learner, dims))
         self.info.device = device_info(self.device)
 
@@ -224,7 +225,7 @@ class Runner:
         # Act and store: captured as CUDA graphs now, so that this too is cold start.
         t = time.perf_counter()
         steps = DeviceSteps(learner, staging, c.run.capture_device_steps)
-        closing.callback(self._release, steps.release, "the act / store CUDA graphs")
+        closing.callback(lifecycle.release_quietly, steps.release, "the act / store CUDA graphs")
         steps.capture()
         startup["device_steps_capture_s"] = time.perf_counter() - t
         startup["cold_start_s"] += startup["device_steps_capture_s"]
@@ -317,13 +318,6 @@ class Runner:
         payload, self._resume_payload = self._resume_payload, None
         if payload is not None:
             lifecycle.restore(payload, learner, env, staging, self.records, self.threshold)
-
-    @staticmethod
-    def _release(release: Callable[[], None], what: str) -> None:
-        try:
-            release()
-        except Exception as err:  # noqa: BLE001 - a failed device must not hide the run's error
-            log.warning("could not release %s: %s", what, err)
 
     def _close_env(self, env: VecEnv) -> None:
         # A hung collector (or prefill) thread may still be inside env.step: leave the env to
