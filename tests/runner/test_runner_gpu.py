@@ -4,6 +4,9 @@ resume equivalence. Skipped without CUDA (see tests/conftest.py)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -113,25 +116,32 @@ def test_captured_act_and_store_equal_the_eager_steps_bit_for_bit():
 def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
     """Eager steps storing at once vs captured steps storing the previous tick while the envs
     step (async copies from double-buffered pinned slabs): the same training, bit for bit."""
-    final = {}
-    for capture in (False, True):
-        cfg = tiny_config(
-            num_envs=16,
-            iterations=14,
-            path="cudagraph",
-            hardware=CUDA,
-            capture_device_steps=capture,
-            overlap_store=capture,
-        )
-        train(cfg, run_dir=tmp_path / str(capture), env_factory=_factory)
-        s = read_summary(tmp_path / str(capture))
+
+    def check(s: dict, capture: bool) -> None:
         assert s["training_config"]["device_steps"] == ("cuda_graphs" if capture else "eager")
-        final[capture] = load_checkpoint(resolve_resume_path(tmp_path / str(capture)))
-    _assert_same_training(final[False], final[True])
+
+    _assert_same_training(
+        tmp_path, 14, lambda on: {"capture_device_steps": on, "overlap_store": on}, check
+    )
 
 
-def _assert_same_training(a: dict, b: dict) -> None:
-    """Two final checkpoints hold the same learner state and replay ring, bit for bit."""
+def _assert_same_training(
+    tmp_path: Path,
+    iterations: int,
+    overrides: Callable[[bool], dict[str, Any]],
+    check: Callable[[dict, bool], None],
+) -> None:
+    """Two cudagraph runs, without and with `overrides(on)`, each summary passing `check`:
+    their final checkpoints hold the same learner state and replay ring, bit for bit."""
+    final = {}
+    for on in (False, True):
+        cfg = tiny_config(
+            num_envs=16, iterations=iterations, path="cudagraph", hardware=CUDA, **overrides(on)
+        )
+        train(cfg, run_dir=tmp_path / str(on), env_factory=_factory)
+        check(read_summary(tmp_path / str(on)), on)
+        final[on] = load_checkpoint(resolve_resume_path(tmp_path / str(on)))
+    a, b = final[False], final[True]
     ta, tb = a["learner"]["tensors"], b["learner"]["tensors"]
     assert [k for k in ta if not torch.equal(ta[k], tb[k])] == []
     assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
@@ -146,17 +156,8 @@ def test_prefill_on_cuda_computes_the_same_training(tmp_path):
     )
     twin = learner.state.rng.host_twin()
     assert torch.equal(learner.act_random(32, rng=twin), learner.act_random(32).cpu())
-    final = {}
-    for prefill in (False, True):
-        cfg = tiny_config(
-            num_envs=16,
-            iterations=10,
-            path="cudagraph",
-            hardware=CUDA,
-            prefill_during_cold_start=prefill,
-        )
-        train(cfg, run_dir=tmp_path / str(prefill), env_factory=_factory)
-        s = read_summary(tmp_path / str(prefill))
+
+    def check(s: dict, prefill: bool) -> None:
         assert s["training_config"]["prefill_iterations"] == (4 if prefill else 0)
-        final[prefill] = load_checkpoint(resolve_resume_path(tmp_path / str(prefill)))
-    _assert_same_training(final[False], final[True])
+
+    _assert_same_training(tmp_path, 10, lambda on: {"prefill_during_cold_start": on}, check)
