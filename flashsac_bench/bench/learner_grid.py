@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
         plot_scaling(json.loads(args.plot_from.read_text()), args.plot)
         print(f"wrote {args.plot}")
         return 0
-    rows = measure(args)
+    rows, failures = measure(args)
     print_ratios(rows)
     if args.plot and rows:
         try:
@@ -31,11 +31,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {args.plot}")
         except ImportError as err:  # the H200 image has no matplotlib: plot later (--plot-from)
             print(f"no plot ({err}); make it with --plot-from {args.output}")
+    if failures:
+        print(f"\n{len(failures)} configuration(s) failed:", *failures, sep="\n  ", flush=True)
+        return 1
     return 0
 
 
-def measure(args: argparse.Namespace) -> list[dict]:
-    """Time every configuration of the grid (rows written to --output as they finish)."""
+def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
+    """Time every configuration of the grid (rows written to --output as they finish); also
+    the configurations that raised, each reported as it fails while the grid goes on."""
     start = time.perf_counter()
 
     def out_of_time(what: str) -> bool:
@@ -53,6 +57,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
         "command": command,
     }
     rows: list[dict] = []
+    failures: list[str] = []  # configurations that raised (reported, the grid goes on)
 
     def record(impl: str, path: str, setup: Setup, timing) -> None:
         row = {
@@ -110,13 +115,19 @@ def measure(args: argparse.Namespace) -> list[dict]:
                     path_options=options,
                 )
                 for path in args.paths.split(","):
-                    key = (align, path, _relevant(path, options))
+                    key = (align, path, _label(_relevant(path, options)))
                     if key in timed or out_of_time(f"{path} B={b} u{u} {options}"):
                         continue  # a repeat (compile-only options on another path) or too late
                     timed.add(key)
                     cycles = args.eager_cycles if path == "eager" else args.cycles
                     last = None  # one learner (and its compiled graphs) alive at a time
-                    timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
+                    try:
+                        timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
+                    except Exception as err:  # noqa: BLE001 - one bad variant must not end a sweep
+                        what = f"{path} B={b} u{u} {_label(options)}"
+                        failures.append(f"{what}: {type(err).__name__}: {_first_line(err)}")
+                        print(f"     ours {what} FAILED: {failures[-1]}", flush=True)
+                        continue
                     record("ours", path, setup, timing)
                 # The reference right after the first variant, whatever the deadline says: the
                 # ratios need it, and --deadline-s cuts our later variants instead.
@@ -130,7 +141,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
             last = None
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-    return rows
+    return rows, failures
 
 
 def print_ratios(rows: list[dict]) -> None:
@@ -174,6 +185,11 @@ def _device_name(device: str) -> str:
     if device.startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.get_device_name(torch.device(device))
     return "cpu"
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def _label(options) -> str:

@@ -109,16 +109,30 @@ def setup_from_args(args: argparse.Namespace, updates_per_step: int) -> Setup:
 
 
 def parse_options(text: str) -> tuple[tuple[str, object], ...]:
-    """'compile_rng=true,projection_gather=false' -> (("compile_rng", True), ...); values JSON."""
+    """'compile_rng=true,projection_gather=false' -> (("compile_rng", True), ...); values JSON.
+
+    `inductor_options.KEY=VALUE` items (KEY may hold dots: `triton.max_tiles`) gather into one
+    ("inductor_options", {KEY: VALUE, ...}) pair, so one variant can set several of them.
+    """
     import json
 
-    out = []
+    out: dict[str, object] = {}
     for item in filter(None, (x.strip() for x in text.split(","))):
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"expected KEY=VALUE, got {item!r}")
-        out.append((key.strip(), json.loads(value)))
-    return tuple(out)
+        key, parsed = key.strip(), json.loads(value)
+        group, dot, sub = key.partition(".")
+        if dot and group == "inductor_options":
+            inductor = out.setdefault("inductor_options", {})
+            if not isinstance(inductor, dict):
+                raise ValueError(f"inductor_options given twice in {text!r}")
+            inductor[sub] = parsed
+        elif key in out:
+            raise ValueError(f"{key} given twice in {text!r}")
+        else:
+            out[key] = parsed
+    return tuple(out.items())
 
 
 def fill_replay(learner: FlashSACLearner, setup: Setup, seed: int = 1234) -> None:

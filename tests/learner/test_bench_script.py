@@ -71,3 +71,41 @@ def test_scaling_plot_from_rows(tmp_path):
     src.write_text(json.dumps(rows))
     assert _bench(["--plot-from", str(src), "--plot", str(png)]).returncode == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_failing_variant_is_reported_and_the_rest_still_runs(tmp_path):
+    out = tmp_path / "rows.json"
+    argv = ["--device", "cpu", "--dtype", "float32", "--tiny", "--batch-sizes", "32"]
+    argv += ["--updates", "2", "--paths", "eager", "--eager-cycles", "2", "--warmup", "1"]
+    argv += ["--path-variants", 'compile_mode="no-such-mode";base']
+    proc = _bench([*argv, "--output", str(out)])
+    assert proc.returncode == 1, proc.stderr  # the sweep says that something failed ...
+    assert "1 configuration(s) failed" in proc.stdout and "no-such-mode" in proc.stdout
+    rows = json.loads(out.read_text())
+    assert [r["path_options"] for r in rows] == [{}]  # ... and still timed the rest
+
+
+def test_inductor_option_items_gather_into_one_dict():
+    from flashsac_bench.bench.synthetic import parse_options
+
+    got = parse_options(
+        "aligned_layout=true,inductor_options.max_autotune_gemm=true,"
+        'inductor_options.triton.max_tiles=2,inductor_options.max_autotune_gemm_backends="TRITON"'
+    )
+    assert got == (
+        ("aligned_layout", True),
+        (
+            "inductor_options",
+            {
+                "max_autotune_gemm": True,
+                "triton.max_tiles": 2,
+                "max_autotune_gemm_backends": "TRITON",
+            },
+        ),
+    )
+    for bad in ("aligned_layout=true,aligned_layout=false", "compile_rng"):
+        try:
+            parse_options(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} was accepted")
