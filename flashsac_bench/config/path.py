@@ -41,6 +41,11 @@ class PathConfig:
     # the compiled step (learner.triton_tail; on the CPU the same math as torch ops). Off: it
     # was slower on the H200 on both compiled paths (docs/benchmarks.md, "Learner part two").
     fused_optimizer: bool = False
+    # With fused_optimizer: the compiled step calls the kernel itself, so Inductor launches it
+    # inside its graph, instead of eagerly after the step. Needs steps that write the state
+    # (functional_steps resolved false: the cudagraph path's default), since the kernel writes
+    # parameters, moments and target in place. Off until measured on the H200.
+    fused_optimizer_in_graph: bool = False
     # The critic update's target and online critic forwards as ONE 4-member ensemble forward
     # on their common 2B input (half the forward launches; the batched backward then spans the
     # target members too). Same values and gradients (CPU tests). Off: slower on the H200.
@@ -122,6 +127,8 @@ class PathConfig:
                 "path=compile always compiles its steps; path.compiled_steps=false is for "
                 "path=cudagraph (capturing the eager steps), or use path=eager"
             )
+        if self.fused_optimizer_in_graph:
+            self._check_fused_optimizer_in_graph()
         if self.name == "cudagraph" and self.compile_mode in ("reduce-overhead", "max-autotune"):
             raise ConfigError(
                 "path=cudagraph captures the whole cycle itself; "
@@ -129,6 +136,20 @@ class PathConfig:
                 "would nest Inductor CUDA graphs inside it. Use 'default' or "
                 "'max-autotune-no-cudagraphs'."
             )
+
+    def _check_fused_optimizer_in_graph(self) -> None:
+        why = None
+        if not self.fused_optimizer:
+            why = "it places the fused tail; set path.fused_optimizer=true too"
+        elif self.name == "eager" or not self.compiled_steps:
+            why = "only compiled steps have a graph to call it from (path=compile or cudagraph)"
+        elif self.resolved_functional_steps():
+            why = (
+                "the kernel writes the state in place, so the steps must write it too "
+                "(path.functional_steps=false; the cudagraph path's default)"
+            )
+        if why:
+            raise ConfigError(f"path.fused_optimizer_in_graph: {why}")
 
 
 def _set_or_cuda(value: bool | None, on_cuda: bool, device: str) -> bool:

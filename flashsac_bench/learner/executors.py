@@ -48,6 +48,10 @@ class CycleParts:
     actor_kernel: Callable[[torch.Tensor, torch.Tensor], Step]
     critic_commit: Callable[[Step, bool, bool], None]
     actor_commit: Callable[[Step, bool], None]
+    # the fused optimizer tail, in place: critic_tail(grad, hyper, update_target),
+    # actor_tail(grad, hyper) (path.fused_optimizer)
+    critic_tail: Callable[[torch.Tensor, torch.Tensor, bool], None]
+    actor_tail: Callable[[torch.Tensor, torch.Tensor], None]
     statics: UpdateStatics
     state: LearnerState
     device: torch.device
@@ -133,6 +137,7 @@ class CompileExecutor(EagerExecutor):
         )
         critic = compile_step(critic_fn, path.compile_mode, graphs, extra)
         actor = compile_step(actor_fn, path.compile_mode, graphs, extra)
+        self.kernels = (critic, actor)  # the compiled kernels, before their commits
         if graphs:
             mark_static_inputs(parts.statics, parts.state)
         written = not functional
@@ -250,21 +255,27 @@ class CudaGraphExecutor(CompileExecutor):
 def _writing_kernels(parts: CycleParts) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """path.functional_steps=false: kernels that write their tensor results into the state
     inside the compiled graph (the older design, kept as a switch and as the tests' control);
-    the scalars still go out (SCALARS)."""
+    the scalars still go out (SCALARS). With path.fused_optimizer_in_graph they also apply the
+    fused optimizer tail themselves, so it runs inside the compiled graph."""
     st, s = parts.statics, parts.state
+    tail_inside = parts.path.fused_optimizer_in_graph
 
-    def write(dsts: list[torch.Tensor], step):
+    def write(dsts: list[torch.Tensor], step, tail):
         scalars, writes, fused = step
         for dst, new in zip(dsts, writes, strict=True):
             dst.copy_(new)
+        if fused and tail_inside:
+            tail(*fused)
+            fused = ()
         return scalars, (), fused
 
     def critic(rows, eps, divisor, update_target: bool):
         step = parts.critic_kernel(rows, eps, divisor, update_target)
-        return write(critic_targets(st, s, update_target), step)
+        tail = lambda g, h: parts.critic_tail(g, h, update_target)  # noqa: E731
+        return write(critic_targets(st, s, update_target), step, tail)
 
     def actor(rows, eps):
-        return write(actor_targets(st, s), parts.actor_kernel(rows, eps))
+        return write(actor_targets(st, s), parts.actor_kernel(rows, eps), parts.actor_tail)
 
     return critic, actor
 

@@ -118,6 +118,8 @@ class FlashSACLearner:
                 actor_kernel=self.actor_kernel,
                 critic_commit=self.critic_commit,
                 actor_commit=self.actor_commit,
+                critic_tail=self.critic_tail,
+                actor_tail=self.actor_tail,
                 statics=self.statics,
                 state=self.state,
                 device=self.device,
@@ -238,26 +240,24 @@ class FlashSACLearner:
 
     def critic_commit(self, step: Step, update_target: bool, written: bool = False) -> None:
         """`written`: the writes were already applied (path.functional_steps=false)."""
-        s = self.state
-        dsts = [] if written else critic_targets(self.statics, s, update_target)
-
-        def tail(grad: torch.Tensor, hyper: torch.Tensor) -> None:
-            adam, target = s.critic_adam, s.target_params if update_target else None
-            self.tails["critic"](
-                s.critic_params, grad, adam.exp_avg, adam.exp_avg_sq, target, hyper
-            )
-
-        commit(dsts, s.scalars, step, tail)
+        dsts = [] if written else critic_targets(self.statics, self.state, update_target)
+        commit(dsts, self.state.scalars, step, lambda g, h: self.critic_tail(g, h, update_target))
 
     def actor_commit(self, step: Step, written: bool = False) -> None:
+        dsts = [] if written else actor_targets(self.statics, self.state)
+        commit(dsts, self.state.scalars, step, self.actor_tail)
+
+    # The fused optimizer tail (path.fused_optimizer): Adam + gate + projection + Polyak of one
+    # network in place, from the gradient and `hyper` an update returned.
+    def critic_tail(self, grad: torch.Tensor, hyper: torch.Tensor, update_target: bool) -> None:
         s = self.state
-        dsts = [] if written else actor_targets(self.statics, s)
+        target = s.target_params if update_target else None
+        adam = s.critic_adam
+        self.tails["critic"](s.critic_params, grad, adam.exp_avg, adam.exp_avg_sq, target, hyper)
 
-        def tail(grad: torch.Tensor, hyper: torch.Tensor) -> None:
-            adam = s.actor_adam
-            self.tails["actor"](s.actor_params, grad, adam.exp_avg, adam.exp_avg_sq, None, hyper)
-
-        commit(dsts, s.scalars, step, tail)
+    def actor_tail(self, grad: torch.Tensor, hyper: torch.Tensor) -> None:
+        s, adam = self.state, self.state.actor_adam
+        self.tails["actor"](s.actor_params, grad, adam.exp_avg, adam.exp_avg_sq, None, hyper)
 
     def critic_step(self, rows, eps_next, divisor, update_target: bool) -> None:
         step = self.critic_kernel(rows, eps_next, divisor, update_target)

@@ -14,11 +14,12 @@ the GPU compiler may contract a multiply-add into one FMA (as Inductor's kernels
 results by a few ulps; tests/learner/test_optimizer_tail.py states the bound.
 
 Registered as the custom op `torch.ops.flashsac.optimizer_tail` (torch.library.triton_op): one
-opaque, capturable op. The learner calls it eagerly right after the compiled step, so it is
-also recorded in the cudagraph path's capture. Calling it from INSIDE a compiled graph is not
-done and not tested: torch's traced Triton launch does not accept the `enable_fp_fusion`
-launch option used here (it would be taken for a kernel argument), and Triton's CPU
-interpreter cannot be traced at all, so that route could not be checked on the CPU.
+opaque, capturable op. By default the learner calls it eagerly right after the compiled step,
+so it is also recorded in the cudagraph path's capture. With path.fused_optimizer_in_graph the
+compiled step calls it itself, and Inductor launches the kernel inside its own graph (where
+torch's traced launch cannot take the `enable_fp_fusion` option: see the launch below). Triton's
+CPU interpreter cannot be traced, so that route is checked on the GPU only
+(tests/learner/test_gpu_paths.py); on the CPU the in-graph call runs the torch reference.
 """
 
 # No `from __future__ import annotations` here: torch.library infers the custom op's schema
@@ -168,12 +169,22 @@ def optimizer_tail(
 ) -> None:
     """Adam + finite gate + projection + Polyak of one flat vector, in place (one launch)."""
     rows = row_start.shape[0]
+    # Real tensors: called eagerly (after a compiled step, or in a capture of it), where the
+    # launch takes Triton's options. Anything else (fake / functional tensors) means Inductor
+    # is tracing the op into a compiled graph (path.fused_optimizer_in_graph), whose traced
+    # launch would take `enable_fp_fusion` for a kernel argument: there the kernel compiles
+    # with Triton's default, which may contract a multiply-add into one FMA, as Inductor's own
+    # kernels do (a few ulps; the GPU test's bounds).
+    launch = {"enable_fp_fusion": False} if type(params) is torch.Tensor else {}
+    # Without a target the kernel never touches t_ptr; a separate scratch keeps every pointer
+    # argument distinct, so a traced launch sees no aliased inputs.
+    t = target if target is not None else torch.empty(1, device=params.device)
     wrap_triton(_tail_kernel)[(rows,)](
         params,
         grad,
         exp_avg,
         exp_avg_sq,
-        params if target is None else target,  # not read without a target
+        t,
         row_start,
         row_length,
         row_numer,
@@ -190,7 +201,7 @@ def optimizer_tail(
         BLOCK=block,
         num_warps=max(1, min(8, block // 256)),
         # No implicit multiply-add contraction: every other op rounds on its own, as torch's.
-        enable_fp_fusion=False,
+        **launch,
     )
 
 

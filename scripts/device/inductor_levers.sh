@@ -27,7 +27,8 @@ TRITON_GEMM="$GEMM,$IO.max_autotune_gemm_backends=\"TRITON\""
 VARIANTS=("aligned_layout=true" "$IO.aggressive_fusion=true"
   "$IO.combo_kernel_allow_mixed_sizes=2" "$IO.benchmark_combo_kernel=true"
   "$IO.coordinate_descent_tuning=true" "$GEMM" "$TRITON_GEMM" "$IO.max_autotune_pointwise=true"
-  "$IO.split_reductions=false" "fused_optimizer=true")
+  "$IO.split_reductions=false" "fused_optimizer=true"
+  "fused_optimizer=true,fused_optimizer_in_graph=true")
 ALL="base$(printf ';%s' "${VARIANTS[@]}")"
 C256="--batch-sizes 256 --updates 8 --paths cudagraph"
 C2048="--batch-sizes 2048 --updates 8 --paths cudagraph"
@@ -50,8 +51,8 @@ step levers 100 $BENCH $C256 --path-variants "$ALL" --reference unilab-rl \
 step big 60 $BENCH $C2048 --path-variants "$BIG" --reference unilab-rl \
   --reference-configs 2048x8 --output $W/rows/big.json
 step profile_fused 45 python3 scripts/profile_cycle.py --batch-size 256 --updates 8 \
-  --path cudagraph --path-options fused_optimizer=true --top 25 \
-  --output $OUT/profile_b256_u8_fused.json
+  --path cudagraph --path-options fused_optimizer=true,fused_optimizer_in_graph=true --top 25 \
+  --output $OUT/profile_b256_u8_fused_in_graph.json
 step profile_gemm 45 python3 scripts/profile_cycle.py --batch-size 256 --updates 8 \
   --path cudagraph --path-options "$GEMM" --top 25 --output $OUT/profile_b256_u8_gemm.json
 

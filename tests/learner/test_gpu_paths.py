@@ -144,6 +144,23 @@ def test_fused_optimizer_tail_on_every_path():
     assert _diff(comp, plain) <= 1e-4
 
 
+IN_GRAPH = replace(
+    SETUP, path_options=(("fused_optimizer", True), ("fused_optimizer_in_graph", True))
+)
+
+
+def test_fused_optimizer_tail_inside_the_compiled_graph():
+    """path.fused_optimizer_in_graph: Inductor launches the Triton tail inside the compiled
+    (writing) step; the cycle is still captured, and it computes the update the tail after the
+    step computes, to a few ulps (the traced launch may contract multiply-adds)."""
+    inside, after = build_learner(IN_GRAPH, "cudagraph"), build_learner(FUSED, "cudagraph")
+    for _ in range(5):
+        inside.update()
+        after.update()
+    assert inside.executor.graph is not None and inside.executor.captures == 1
+    assert _diff(inside, after) <= 1e-5
+
+
 def test_a_dropped_learners_graphs_die_before_the_next_capture():
     """torch 2.11 clears a stream's cuBLAS workspaces when a graph captured on it dies
     (pytorch/pytorch#193402, learner/graphs.py). Graphs dropped in a reference cycle used to die

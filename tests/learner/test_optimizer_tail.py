@@ -127,6 +127,52 @@ def test_fused_option_on_cpu_computes_what_the_default_computes(path):
     torch._dynamo.reset()
 
 
+def test_the_tail_called_inside_the_compiled_step_trains_as_after_it():
+    """path.fused_optimizer_in_graph on the CPU: the compiled (writing) step applies the
+    reference tail itself. It must train as the tail applied right after the step does, and
+    the tail must really have moved inside the graph: the step then returns no tail."""
+    writing = {"fused_optimizer": True, "functional_steps": False}
+    inside = tiny_learner("compile", path_options={**writing, "fused_optimizer_in_graph": True})
+    after = tiny_learner("compile", path_options=writing)
+    for learner in (inside, after):
+        learner.executor.warmup()  # compiled on one cycle, state restored
+    s = inside.state
+    snapshot = s.snapshot()
+    rows = inside.buffers.batch[: inside.batch_size]
+    eps = torch.zeros(inside.batch_size, inside.dims.action)
+    scalars, writes, tail = inside.executor.kernels[0](rows, eps, torch.tensor(1.0), True)
+    assert writes == () and tail == ()  # nothing left to write or apply after the step ...
+    assert not torch.equal(s.critic_params, snapshot["critic.params"])  # ... it moved them
+    assert not torch.equal(s.target_params, snapshot["target.params"])
+    s.restore(snapshot)
+    for _ in range(3):
+        inside.update()
+        after.update()
+    diff = state_diff(inside, after)
+    assert max(diff.values()) < 1e-5, diff  # Inductor fuses the tail's ops: fp32 rounding
+    assert inside.state.critic_adam.step.item() == after.state.critic_adam.step.item() > 0
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        ({"name": "compile"}, "set path.fused_optimizer=true"),
+        ({"name": "eager", "fused_optimizer": True}, "only compiled steps"),
+        ({"name": "cudagraph", "fused_optimizer": True, "compiled_steps": False}, "compiled"),
+        ({"name": "compile", "fused_optimizer": True}, "functional_steps=false"),
+    ],
+)
+def test_the_in_graph_tail_needs_a_compiled_writing_step(options, says):
+    from flashsac_bench.config.errors import ConfigError
+    from flashsac_bench.config.path import PathConfig
+
+    with pytest.raises(ConfigError, match=says):
+        PathConfig(fused_optimizer_in_graph=True, **options)
+    # the cudagraph path's own (writing) steps take it as they are
+    PathConfig(name="cudagraph", fused_optimizer=True, fused_optimizer_in_graph=True)
+
+
 # Runs in a fresh interpreter: TRITON_INTERPRET must be set before the kernel is defined.
 _INTERPRETED = r"""
 import json, sys, torch
