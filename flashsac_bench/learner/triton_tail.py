@@ -109,6 +109,14 @@ def _tail_kernel(
     TAU_SMALL: tl.constexpr,  # tau < 0.5: torch.lerp's first branch
     BLOCK: tl.constexpr,
 ):
+    # Inductor's traced launch passes Python floats as fp64 (Triton's own launch: fp32); the
+    # math is fp32 either way.
+    w1, beta2, one_minus_beta2 = (
+        w1.to(tl.float32),
+        beta2.to(tl.float32),
+        one_minus_beta2.to(tl.float32),
+    )
+    eps, tau = eps.to(tl.float32), tau.to(tl.float32)
     row = tl.program_id(0)
     start = tl.load(start_ptr + row)
     n = tl.load(len_ptr + row)
