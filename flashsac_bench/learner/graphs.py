@@ -59,6 +59,7 @@ class GraphSet:
         """Capture fn() as the graph `name`. A capture that raises leaves its graph retired."""
         graph = torch.cuda.CUDAGraph()
         self._retired.append(graph)  # until the capture has succeeded
+        clear_cublas_workspaces()  # this capture's GEMMs get a workspace of their own
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             fn()
         self._retired.pop()
@@ -79,6 +80,21 @@ class GraphSet:
         torch.cuda.synchronize(device)
         self.live.clear()
         self._retired.clear()
+        clear_cublas_workspaces()  # no cached workspace may point into the freed graphs' pools
+
+
+def clear_cublas_workspaces() -> None:
+    """Drop torch's cached cuBLAS workspaces (the next GEMM allocates a new one).
+
+    A workspace first used inside a capture lives in that graph's private memory pool, and
+    torch keeps it cached per (handle, stream) for later GEMMs, captures included. Once that
+    graph is destroyed, a later graph or GEMM that got the cached workspace writes into freed
+    memory: the "illegal memory access" of the GPU tests' order fault (docs/benchmarks.md;
+    with CUBLAS_WORKSPACE_CONFIG=:0:0, no workspace, the same order passed on the H200).
+    Clearing before every capture and after every release gives each graph its own."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None and torch.cuda.is_available():
+        clear()
 
 
 def collect_dead_graphs(keep: Iterable[GraphSet] = ()) -> bool:
