@@ -1,28 +1,32 @@
 """Lifetimes of the CUDA graphs this project captures (the learner's cycle, the act / store steps).
 
-Why this exists: in torch 2.11, destroying a CUDAGraph clears the cuBLAS workspaces cached for
-the stream it was captured on (pytorch/pytorch#193402), and `torch.cuda.graph` captures every
-graph on one shared stream. A graph destroyed while another graph captured on that stream is
-still replayed takes the other's workspace with it. The next replay then makes an illegal
-memory access, or, if the memory was reused first, computes with clobbered scratch. On the H200
-this happened when one test's learners were garbage-collected after the next test's learner had
-captured (docs/benchmarks.md, "Machine start H"). So a graph is destroyed only when nothing
-captured after it will replay again:
+Why this exists: GPU tests that build several learners in one process faulted on the H200 with
+"an illegal memory access" at a cudagraph learner's first replay, when an earlier test had
+captured and dropped graphs (docs/benchmarks.md, machine starts H and I). The cause is torch's
+cuBLAS workspace cache: torch keeps one workspace per (cuBLAS handle, stream) and hands it to
+every later GEMM on that stream, captures included, and a workspace first allocated inside a
+capture lives in that graph's private memory pool (pytorch/pytorch#193402 is the same family).
+Measured in machine start I: with CUBLAS_WORKSPACE_CONFIG=:0:0 (no workspace) the faulting order
+passed; with the cache cleared before every capture it no longer faulted either. So:
 
-- `GraphSet.capture` keeps a graph whose capture failed (retired), instead of letting it die while
-  graphs captured before it are in use;
+- `GraphSet.capture` keeps a graph whose capture failed (retired), instead of letting it die
+  while graphs captured before it are in use;
 - an owner `release`s its graphs when it is done (the runner does at the run's end, also on
-  failure);
+  failure), and the release then drops torch's cached workspaces, so that nothing later gets a
+  workspace inside the freed pools;
 - `collect_dead_graphs` runs the garbage collector before a capture if some other owner still
-  holds graphs: a dropped learner in a reference cycle is then destroyed now, before the new
-  capture, not at some later collection. In a fresh process nothing else holds graphs, so a
-  run pays nothing for this.
+  holds graphs (a dropped learner in a reference cycle is destroyed now, not at some later
+  collection), and drops the cached workspaces if that destroyed any. In a fresh process
+  nothing else holds graphs and nothing was released, so a run pays nothing and computes what
+  it did before.
 
-Not covered: an owner that is still alive when another one captures, and is destroyed while
-that other one still replays. Nothing in the runner does this, since a run's graphs live until
-its end. Benchmarks that keep several learners at once drop them together. Giving each graph a
-capture stream of its own would cover it too, but that is not built: it could not be checked
-without a GPU.
+Not done: clearing the cache before EVERY capture. It stopped the fault, but then the captured
+cycle and the compile path differed by 2^-16 in a test that runs them side by side (fresh
+process, no release), where they had agreed to 1e-6: some GEMM then runs another cuBLAS(Lt)
+algorithm. The release-time clear above is what remains; it was built after the device time was
+spent and has not run on a GPU yet (the next device call in docs/benchmarks.md). Also not
+covered: an owner still alive when another one captures, destroyed while that other one still
+replays (nothing in the runner does this: a run's graphs live until its end).
 """
 
 from __future__ import annotations
@@ -59,7 +63,6 @@ class GraphSet:
         """Capture fn() as the graph `name`. A capture that raises leaves its graph retired."""
         graph = torch.cuda.CUDAGraph()
         self._retired.append(graph)  # until the capture has succeeded
-        clear_cublas_workspaces()  # this capture's GEMMs get a workspace of their own
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             fn()
         self._retired.pop()
@@ -80,18 +83,12 @@ class GraphSet:
         torch.cuda.synchronize(device)
         self.live.clear()
         self._retired.clear()
-        clear_cublas_workspaces()  # no cached workspace may point into the freed graphs' pools
+        clear_cublas_workspaces()  # no cached workspace may point into the freed pools
 
 
 def clear_cublas_workspaces() -> None:
-    """Drop torch's cached cuBLAS workspaces (the next GEMM allocates a new one).
-
-    A workspace first used inside a capture lives in that graph's private memory pool, and
-    torch keeps it cached per (handle, stream) for later GEMMs, captures included. Once that
-    graph is destroyed, a later graph or GEMM that got the cached workspace writes into freed
-    memory: the "illegal memory access" of the GPU tests' order fault (docs/benchmarks.md;
-    with CUBLAS_WORKSPACE_CONFIG=:0:0, no workspace, the same order passed on the H200).
-    Clearing before every capture and after every release gives each graph its own."""
+    """Drop torch's cached cuBLAS workspaces; the next GEMM on each stream allocates a new one
+    (torch's own test suite does this between tests). No-op without CUDA."""
     clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
     if clear is not None and torch.cuda.is_available():
         clear()
@@ -101,7 +98,10 @@ def collect_dead_graphs(keep: Iterable[GraphSet] = ()) -> bool:
     """Run the garbage collector if any owner other than `keep` still holds graphs (it may be
     unreachable and waiting for a collection). Returns whether it ran."""
     kept = {id(s) for s in keep}
-    if not any(s.holds_graphs for s in list(_OWNERS) if id(s) not in kept):
+    holders = sum(s.holds_graphs for s in list(_OWNERS) if id(s) not in kept)
+    if not holders:
         return False
     gc.collect()
+    if sum(s.holds_graphs for s in list(_OWNERS) if id(s) not in kept) < holders:
+        clear_cublas_workspaces()  # graphs died: their pools may hold a cached workspace
     return True

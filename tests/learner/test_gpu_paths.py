@@ -152,13 +152,15 @@ IN_GRAPH = replace(
 def test_fused_optimizer_tail_inside_the_compiled_graph():
     """path.fused_optimizer_in_graph: Inductor launches the Triton tail inside the compiled
     (writing) step; the cycle is still captured, and it computes the update the tail after the
-    step computes, to a few ulps (the traced launch may contract multiply-adds)."""
+    step computes, to fp32 rounding (the traced launch may contract multiply-adds; on the H200
+    the largest difference was 1.5e-5, one ulp of a value near 200). The bound is the fused vs
+    unfused tail's of test_fused_optimizer_tail_on_every_path."""
     inside, after = build_learner(IN_GRAPH, "cudagraph"), build_learner(FUSED, "cudagraph")
     for _ in range(5):
         inside.update()
         after.update()
     assert inside.executor.graph is not None and inside.executor.captures == 1
-    assert _diff(inside, after) <= 1e-5
+    assert _diff(inside, after) <= 1e-4
 
 
 def test_a_dropped_learners_graphs_die_before_the_next_capture():

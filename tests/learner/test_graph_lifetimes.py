@@ -1,6 +1,7 @@
-"""learner.graphs: when the project's CUDA graphs are destroyed (torch 2.11 clears a stream's
-cuBLAS workspaces when a graph captured on it dies, pytorch/pytorch#193402). On the CPU the
-graphs are stand-ins. The runner's release: tests/runner/test_runner_faults.py; the GPU case:
+"""learner.graphs: when the project's CUDA graphs are destroyed, and that torch's cached cuBLAS
+workspaces are dropped after (and only after) graphs died (the order fault of
+docs/benchmarks.md, machine starts H and I). On the CPU the graphs and the cache are
+stand-ins. The runner's release: tests/runner/test_runner_faults.py; the GPU case:
 tests/learner/test_gpu_paths.py::test_a_dropped_learners_graphs_die_before_the_next_capture."""
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ class _Graph:
 @pytest.fixture
 def fake_capture(monkeypatch):
     """torch.cuda.CUDAGraph / torch.cuda.graph without CUDA; `fail` makes the next capture
-    raise, `synced` counts device synchronizations."""
-    state = {"fail": False, "synced": 0}
+    raise, `synced` counts device synchronizations, `cleared` the drops of torch's cached
+    cuBLAS workspaces."""
+    state = {"fail": False, "synced": 0, "cleared": 0}
 
     @contextmanager
     def graph(g, capture_error_mode="global"):
@@ -38,6 +40,9 @@ def fake_capture(monkeypatch):
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _Graph)
     monkeypatch.setattr(torch.cuda, "graph", graph)
     monkeypatch.setattr(torch.cuda, "synchronize", synchronize)
+    monkeypatch.setattr(
+        graphs, "clear_cublas_workspaces", lambda: state.update(cleared=state["cleared"] + 1)
+    )
     return state
 
 
@@ -56,8 +61,10 @@ def test_a_failed_capture_keeps_its_graph_until_release(fake_capture):
         s.capture("store", lambda: None)
     assert s.get("store") is None  # never replayed ...
     assert len(s._retired) == 1 and isinstance(s._retired[0], _Graph)  # ... but not destroyed
+    assert fake_capture["cleared"] == 0  # captures keep the cache (the same numbers as before)
     s.release(torch.device("cpu"))
     assert not s.holds_graphs and fake_capture["synced"] == 1
+    assert fake_capture["cleared"] == 1  # nothing may keep a workspace in the freed pools
 
 
 def test_a_replaced_or_retired_graph_stays_alive_until_release(fake_capture):
@@ -73,7 +80,7 @@ def test_a_replaced_or_retired_graph_stays_alive_until_release(fake_capture):
 
 def test_release_without_graphs_does_not_touch_the_device(fake_capture):
     GraphSet().release(torch.device("cpu"))
-    assert fake_capture["synced"] == 0
+    assert fake_capture["synced"] == 0 and fake_capture["cleared"] == 0
 
 
 def test_a_dropped_owner_in_a_reference_cycle_is_destroyed_before_the_next_capture(
@@ -90,9 +97,22 @@ def test_a_dropped_owner_in_a_reference_cycle_is_destroyed_before_the_next_captu
         current = GraphSet()
         assert collect_dead_graphs(keep=(current,))
         assert gone() is None  # destroyed now, before `current` captures
+        assert fake_capture["cleared"] == 1  # and the cache with it
         current.capture("cycle", lambda: None)
         # Only graphs of its own left: no collection (a fresh run pays nothing).
         assert not collect_dead_graphs(keep=(current,))
+        assert fake_capture["cleared"] == 1
+    finally:
+        gc.enable()
+
+
+def test_a_collection_that_destroys_nothing_keeps_the_cache(fake_capture):
+    alive = GraphSet()  # another owner, still referenced: the collection cannot free it
+    alive.capture("act", lambda: None)
+    gc.disable()
+    try:
+        assert collect_dead_graphs(keep=())
+        assert alive.holds_graphs and fake_capture["cleared"] == 0
     finally:
         gc.enable()
 
