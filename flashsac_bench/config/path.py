@@ -44,7 +44,8 @@ class PathConfig:
     # With fused_optimizer: the compiled step calls the kernel itself, so Inductor launches it
     # inside its graph, instead of eagerly after the step. Needs steps that write the state
     # (functional_steps resolved false: the cudagraph path's default), since the kernel writes
-    # parameters, moments and target in place. Off until measured on the H200.
+    # parameters, moments and target in place. Off: the B=256 u8 captured cycle took 4.59 ms
+    # against 4.06 ms without the fused tail on the H200 (docs/benchmarks.md, "Machine start I").
     fused_optimizer_in_graph: bool = False
     # The critic update's target and online critic forwards as ONE 4-member ensemble forward
     # on their common 2B input (half the forward launches; the batched backward then spans the
@@ -76,8 +77,8 @@ class PathConfig:
     # on the CPU the same bits for every named parameter (tests); on the GPU those matmuls
     # change kernels (the point), so their summation order may change, as with gemm_align,
     # and a resume keeps the checkpoint's setting. Evaluation and export re-lay a checkpoint
-    # of either layout by name. Off until checked on the GPU beyond its speed (1.2-1.3% faster),
-    # numerics and 1000 replays (passed): the GPU tests and a walk (scripts/device/host_checks.sh).
+    # of either layout by name. Off until the GPU tests have run with it; checked on the H200:
+    # speed (0.8-1.3% faster), numerics, 1000 replays, a g1_walk_h200 walk (machine start I).
     aligned_layout: bool = False
     # cudagraph path: capture the compiled steps (true) or the eager steps (false). False
     # skips Dynamo and Inductor altogether: the cold start is one eager warm-up and the

@@ -51,9 +51,10 @@ if [ "$(left)" -gt 240 ] && [ -z "${NO_REPLAY:-}" ]; then
   echo "== replay (aligned_layout) rc=$? (${SECONDS}s)"; tail -n 4 $W/logs/replay.log
 fi
 if [ "$(left)" -gt 200 ] && [ -z "${NO_GPU_TESTS:-}" ]; then
-  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/learner/test_gpu_paths.py \
-    tests/runner/test_runner_gpu.py > $W/logs/gpu_tests.log 2>&1
-  echo "== gpu tests rc=$? (${SECONDS}s)"; tail -n 3 $W/logs/gpu_tests.log
+  for f in tests/learner/test_gpu_paths.py tests/runner/test_runner_gpu.py; do  # one process each
+    timeout 150 python3 -m pytest -q -p no:cacheprovider $f >> $W/logs/gpu_tests.log 2>&1
+    echo "== gpu tests $f rc=$? (${SECONDS}s)"; tail -n 1 $W/logs/gpu_tests.log
+  done
 fi
 # PROBE=N: MuJoCo alone at N envs in 15 and 16 worker processes (the bare env and its ceiling).
 if [ -n "${PROBE:-}" ] && [ "$(left)" -gt 120 ]; then
