@@ -1,32 +1,36 @@
 """Lifetimes of the CUDA graphs this project captures (the learner's cycle, the act / store steps).
 
 Why this exists: GPU tests that build several learners in one process faulted on the H200 with
-"an illegal memory access" at a cudagraph learner's first replay, when an earlier test had
-captured and dropped graphs (docs/benchmarks.md, machine starts H and I). The cause is torch's
-cuBLAS workspace cache: torch keeps one workspace per (cuBLAS handle, stream) and hands it to
-every later GEMM on that stream, captures included, and a workspace first allocated inside a
-capture lives in that graph's private memory pool (pytorch/pytorch#193402 is the same family).
-Measured in machine start I: with CUBLAS_WORKSPACE_CONFIG=:0:0 (no workspace) the faulting order
-passed; with the cache cleared before every capture it no longer faulted either. So:
+"an illegal memory access" at a cudagraph learner's first replay, after an earlier test had
+captured and dropped graphs (docs/benchmarks.md, machine starts H and I). It is torch's cuBLAS
+workspace cache: torch keeps one workspace per (cuBLAS handle, stream); a capture embeds the
+workspace's address in its graph (allocated in the graph's pool if the capture made it); and
+destroying a graph drops the workspace of the stream it was captured on, although other live
+graphs captured on that stream may still embed it (pytorch/pytorch#193402, open, which traces
+it to #175276). `torch.cuda.graph` captures on one shared stream. Measured in
+machine start I: with CUBLAS_WORKSPACE_CONFIG=:0:0 (no workspace) the faulting order passed.
+So a graph is destroyed only when nothing captured after it will replay again, and the cache
+is dropped where graphs died:
 
-- `GraphSet.capture` keeps a graph whose capture failed (retired), instead of letting it die
-  while graphs captured before it are in use;
+- `GraphSet.capture` keeps a graph whose capture failed, or that a new capture replaced, until
+  release, instead of letting it die while graphs captured before it are in use;
 - an owner `release`s its graphs when it is done (the runner does at the run's end, also on
-  failure), and the release then drops torch's cached workspaces, so that nothing later gets a
-  workspace inside the freed pools;
+  failure), and the release then drops torch's cached workspaces;
 - `collect_dead_graphs` runs the garbage collector before a capture if some other owner still
   holds graphs (a dropped learner in a reference cycle is destroyed now, not at some later
   collection), and drops the cached workspaces if that destroyed any. In a fresh process
   nothing else holds graphs and nothing was released, so a run pays nothing and computes what
   it did before.
 
-Not done: clearing the cache before EVERY capture. It stopped the fault, but then the captured
-cycle and the compile path differed by 2^-16 in a test that runs them side by side (fresh
-process, no release), where they had agreed to 1e-6: some GEMM then runs another cuBLAS(Lt)
-algorithm. The release-time clear above is what remains; it was built after the device time was
-spent and has not run on a GPU yet (the next device call in docs/benchmarks.md). Also not
-covered: an owner still alive when another one captures, destroyed while that other one still
-replays (nothing in the runner does this: a run's graphs live until its end).
+Not done: dropping the cache before EVERY capture. That stopped the fault too, but then the
+captured cycle and the compile path, run side by side in a fresh process, differed by 2^-16
+where they had agreed to 1e-6 (presumably some GEMM got another cuBLAS(Lt) algorithm). The
+release-time drop above was built after the device time was spent and has not run on a GPU
+yet (the next device call in docs/benchmarks.md). Not covered either: an owner still alive
+when another one captures on the shared stream, destroyed while that other one still replays
+(nothing in the runner does this: a run's graphs live until its end). A capture stream of our
+own per owner would cover it, but torch.cuda.Stream() draws from a small per-device pool, so
+two owners could still share one.
 """
 
 from __future__ import annotations
