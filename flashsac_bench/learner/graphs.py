@@ -102,10 +102,14 @@ def collect_dead_graphs(keep: Iterable[GraphSet] = ()) -> bool:
     """Run the garbage collector if any owner other than `keep` still holds graphs (it may be
     unreachable and waiting for a collection). Returns whether it ran."""
     kept = {id(s) for s in keep}
-    holders = sum(s.holds_graphs for s in list(_OWNERS) if id(s) not in kept)
-    if not holders:
+
+    def holders() -> int:
+        return sum(s.holds_graphs for s in list(_OWNERS) if id(s) not in kept)
+
+    before = holders()
+    if not before:
         return False
     gc.collect()
-    if sum(s.holds_graphs for s in list(_OWNERS) if id(s) not in kept) < holders:
+    if holders() < before:
         clear_cublas_workspaces()  # graphs died: their pools may hold a cached workspace
     return True

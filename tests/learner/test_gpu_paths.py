@@ -18,6 +18,13 @@ pytestmark = pytest.mark.gpu
 SETUP = Setup(batch_size=64, updates_per_step=2, num_envs=32, tiny=True, device="cuda")
 
 
+def _update(*learners, cycles: int = 5) -> None:
+    """Run `cycles` update cycles on each learner, side by side."""
+    for _ in range(cycles):
+        for learner in learners:
+            learner.update()
+
+
 def _diff(a, b) -> float:
     ta, tb = a.state.tensors(), b.state.tensors()
     return max((ta[k].double() - tb[k].double()).abs().max().item() for k in ta)
@@ -25,9 +32,7 @@ def _diff(a, b) -> float:
 
 def test_cudagraph_replays_match_the_compile_path():
     graph, comp = build_learner(SETUP, "cudagraph"), build_learner(SETUP, "compile")
-    for _ in range(5):
-        graph.update()
-        comp.update()
+    _update(graph, comp)
     assert graph.executor.graph is not None and graph.executor.captures == 1
     assert _diff(graph, comp) <= 1e-6
 
@@ -68,9 +73,7 @@ def test_cudagraph_of_the_eager_steps_matches_the_eager_path():
     eager path's kernels in the eager path's order."""
     graph = build_learner(EAGER_STEPS, "cudagraph")
     eager = build_learner(SETUP, "eager")
-    for _ in range(5):
-        graph.update()
-        eager.update()
+    _update(graph, eager)
     ex = graph.executor
     assert ex.graph is not None and ex.captures == 1 and not ex.fallback
     assert not ex.compiled_steps and not graph.state.rng.compiled
@@ -119,9 +122,7 @@ def test_compile_path_graph_trees_record_once_and_never_skip(monkeypatch):
     # Same numbers as the single-capture path (one artifact: same kernels on the same inputs).
     graph = build_learner(SETUP, "cudagraph")
     trees = build_learner(GRAPH_TREES, "compile")
-    for _ in range(5):
-        graph.update()
-        trees.update()
+    _update(graph, trees)
     assert _diff(graph, trees) <= 1e-6
     torch._dynamo.reset()
 
@@ -135,10 +136,7 @@ def test_fused_optimizer_tail_on_every_path():
     graph, comp = build_learner(FUSED, "cudagraph"), build_learner(FUSED, "compile")
     plain = build_learner(SETUP, "compile")
     assert graph.tails["critic"].backend == "triton"
-    for _ in range(5):
-        graph.update()
-        comp.update()
-        plain.update()
+    _update(graph, comp, plain)
     assert graph.executor.graph is not None
     assert _diff(graph, comp) <= 1e-6
     assert _diff(comp, plain) <= 1e-4
@@ -156,9 +154,7 @@ def test_fused_optimizer_tail_inside_the_compiled_graph():
     the largest difference was 1.5e-5, one ulp of a value near 200). The bound is the fused vs
     unfused tail's of test_fused_optimizer_tail_on_every_path."""
     inside, after = build_learner(IN_GRAPH, "cudagraph"), build_learner(FUSED, "cudagraph")
-    for _ in range(5):
-        inside.update()
-        after.update()
+    _update(inside, after)
     assert inside.executor.graph is not None and inside.executor.captures == 1
     assert _diff(inside, after) <= 1e-4
 
@@ -183,9 +179,7 @@ def test_a_dropped_learners_graphs_die_before_the_next_capture():
         comp.update()
         assert gone() is None
         gc.collect()  # where they would have died without it
-        for _ in range(3):
-            graph.update()
-            comp.update()
+        _update(graph, comp, cycles=3)
         assert _diff(graph, comp) <= 1e-6
     finally:
         gc.enable()
