@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call (issue 13; <= 10 min): Inductor's Triton GEMM templates on the captured cycle
 # (path.inductor_options.max_autotune_gemm), which inductor_levers.sh could not time: its
-# autotuning (~108 s per GEMM shape at 2 compile threads beside 13 other jobs) outlasted the
+# autotuning (35-108 s per GEMM shape at 2 compile threads beside 13 other jobs) outlasted the
 # call. Here it compiles ALONE with every core, then is timed beside the defaults.
 #   A. alone: compile + autotune B=256 u8 (and B=2048 u8 if time is left) into the cache;
 #   B. alone, on the warm cache: base vs max_autotune_gemm, one process, unilab-rl beside;
