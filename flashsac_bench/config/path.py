@@ -77,8 +77,10 @@ class PathConfig:
     # on the CPU the same bits for every named parameter (tests); on the GPU those matmuls
     # change kernels (the point), so their summation order may change, as with gemm_align,
     # and a resume keeps the checkpoint's setting. Evaluation and export re-lay a checkpoint
-    # of either layout by name. Off until the GPU tests have run with it; checked on the H200:
-    # speed (0.8-1.3% faster), numerics, 1000 replays, a g1_walk_h200 walk (machine start I).
+    # of either layout by name. Off: on the H200 it is 0.4-1.3% faster and passed numerics,
+    # 1000 replays and a g1_walk_h200 walk, but with it the GPU tests' small learner found
+    # the captured cycle and the compile path 2^-16 apart (bit-identical without it, and with
+    # it when cuBLAS runs without a workspace; docs/benchmarks.md, "Machine start J").
     aligned_layout: bool = False
     # cudagraph path: capture the compiled steps (true) or the eager steps (false). False
     # skips Dynamo and Inductor altogether: the cold start is one eager warm-up and the

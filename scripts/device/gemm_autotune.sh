@@ -3,7 +3,8 @@
 # (path.inductor_options.max_autotune_gemm), which inductor_levers.sh could not time: its
 # autotuning (35-108 s per GEMM shape at 2 compile threads beside 13 other jobs) outlasted the
 # call. Here it compiles ALONE with every core, then is timed beside the defaults.
-#   A. alone: compile + autotune B=256 u8 (and B=2048 u8 if time is left) into the cache;
+#   A. alone: compile + autotune B=256 u8 (458 s in machine start J; B=2048 u8 only if time
+#      is left) into the cache;
 #   B. alone, on the warm cache: base vs max_autotune_gemm, one process, unilab-rl beside;
 #      a kernel profile of the winner's cycle.
 # Needs .whl/ (setup.sh) with unilab-rl 1.4.15 for the side-by-side.
@@ -16,7 +17,7 @@ GEMM="inductor_options.max_autotune_gemm=true"
 export TORCHINDUCTOR_COMPILE_THREADS=16  # the autotune's precompiles dominate its time
 for b in 256 2048; do  # the time left decides whether B=2048 is compiled and timed
   step warm_$b 240 $BENCH --batch-sizes $b --updates 8 --paths cudagraph --path-variants \
-    "base;$GEMM" --cycles 2 --warmup 1 --output $W/warm/b$b.json
+    "base;$GEMM" --cycles 2 --warmup 1 --output $W/warm/b$b.json || break  # uncompiled: no timing
   tail -n 3 $W/logs/warm_$b.log
   step time_$b 60 $BENCH --batch-sizes $b --updates 8 --paths cudagraph --path-variants \
     "base;$GEMM" --reference unilab-rl --reference-configs ${b}x8 --output $W/rows/b$b.json
