@@ -12,14 +12,10 @@ source scripts/device/lib.sh
 learner_suite gpu_tests "${1:-540}"
 echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}"
 RUNNER=tests/runner/test_runner_gpu.py LEARNER=tests/learner/test_gpu_paths.py
-PIDS=()
-run_tests() {  # run_tests NAME DIR FILES...: pytest in DIR, in the background (PIDS)
+run_tests() {  # run_tests NAME DIR FILES...: pytest in DIR, in the background (lib.sh's bg)
   local name=$1 dir=$2; shift 2
-  ( cd "$dir" && export TORCHINDUCTOR_COMPILE_THREADS=4 PYTHONPATH=$dir${PYTHONPATH:+:$PYTHONPATH} &&
-    timeout -k 10 $(($(left) - 20)) python3 -m pytest -q -p no:cacheprovider "$@" \
-      > $W/logs/$name.log 2>&1
-    echo "== $name rc=$? (at ${SECONDS}s): $(tail -n 1 $W/logs/$name.log)" ) &
-  PIDS+=($!)
+  bg $name $(($(left) - 20)) env -C "$dir" TORCHINDUCTOR_COMPILE_THREADS=4 \
+    PYTHONPATH=$dir${PYTHONPATH:+:$PYTHONPATH} python3 -m pytest -q -p no:cacheprovider "$@"
 }
 run_tests one_process "$PWD" $RUNNER $LEARNER
 run_tests learner_alone "$PWD" $LEARNER
@@ -33,6 +29,7 @@ if grep -q -E "failed|error" $W/logs/one_process.log && [ "$(left)" -gt 200 ]; t
   run_tests one_process_ws0 "$PWD" $RUNNER $LEARNER
   wait "${PIDS[-1]}"
 fi
+echo; echo "== results"; tail -n 1 $W/logs/*.log
 echo; echo "== failures"
 grep -h -E "^(FAILED|ERROR)|^E  .{0,160}$" $W/logs/*.log | sort | uniq -c | head -n 40
 tar czf $OUT/gpu_tests.tgz -C $W .

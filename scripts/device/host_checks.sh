@@ -51,7 +51,7 @@ if [ "$(left)" -gt 240 ] && [ -z "${NO_REPLAY:-}" ]; then
   echo "== replay (aligned_layout) rc=$? (${SECONDS}s)"; tail -n 4 $W/logs/replay.log
 fi
 if [ "$(left)" -gt 200 ] && [ -z "${NO_GPU_TESTS:-}" ]; then
-  for f in tests/learner/test_gpu_paths.py tests/runner/test_runner_gpu.py; do  # one process each (one process for both passes too)
+  for f in tests/learner/test_gpu_paths.py tests/runner/test_runner_gpu.py; do  # a process each (one for both passes too: gpu_tests.sh)
     timeout 150 python3 -m pytest -q -p no:cacheprovider $f >> $W/logs/gpu_tests.log 2>&1
     echo "== gpu tests $f rc=$? (${SECONDS}s)"; tail -n 1 $W/logs/gpu_tests.log
   done
