@@ -1,4 +1,5 @@
-"""analysis.walk_utd: per-setting medians over the seeds that walked, and the script's errors."""
+"""analysis.walk_utd: per-setting medians over every seed (a seed that did not walk counts as the
+slowest, never dropped), and the script's errors."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from flashsac_bench.analysis.parity_runs import RunData
-from flashsac_bench.analysis.walk_utd import markdown, setting_table, walk_record
+from flashsac_bench.analysis.walk_utd import markdown, setting_table, walk_median, walk_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,26 +40,51 @@ def _rec(
     }
     if iteration is not None:
         r.update(iteration=iteration, loop_s=iteration * 0.033, since_start_s=since)
+    else:
+        r["not_within_s"] = 175.0
     return r
 
 
-def test_setting_table_takes_medians_over_the_seeds_that_walked():
+def test_a_seed_that_did_not_walk_counts_as_the_slowest():
     records = [
         _rec(8, 1, 2749, 150.0),
         _rec(8, 2, None),
         _rec(24, 1, 1324, 62.6),
         _rec(24, 2, 1313, 75.4),
-        _rec(24, 3, 1307, 88.2),
+        _rec(24, 3, None),
     ]
     rows = {r["updates_per_step"]: r for r in setting_table(records)}
     assert list(rows) == [8, 24] and rows[24]["num_envs"] == 1024
-    assert (rows[8]["seeds"], rows[8]["walked"], rows[8]["iterations_median"]) == ([1, 2], 1, 2749)
-    assert rows[24]["walked"] == 3 and rows[24]["iterations_median"] == 1313
-    assert rows[24]["since_start_s_median"] == 75.4
-    assert rows[24]["since_start_s"] == {1: 62.6, 2: 75.4, 3: 88.2}
+    # three seeds, one did not walk: the median is the middle seed (75.4), not the median of
+    # the two that walked (69.0)
+    assert (rows[24]["seeds"], rows[24]["walked"]) == ([1, 2, 3], 2)
+    assert rows[24]["since_start_s_median"] == 75.4 and rows[24]["iterations_median"] == 1324
+    assert rows[24]["since_start"] == "75.4 s [62.6-75.4; 1 of 3 not within 175.0], n=3"
+    assert rows[24]["since_start_s"] == {1: 62.6, 2: 75.4}
+    # two seeds, one did not walk: the median run is one that did not walk
+    assert (rows[8]["walked"], rows[8]["since_start_s_median"]) == (1, None)
+    assert rows[8]["iterations_median"] == float("inf")
+    assert rows[8]["since_start"].startswith("> 175.0 s [150.0-150.0; 1 of 2 not within 175.0]")
     md = markdown(list(rows.values()), records)
-    assert "| 24 | 1024 | cudagraph | 15 | 1,2,3 | 3 | 1313 |" in md
+    assert "| 24 | 1024 | cudagraph | 15 | 1,2,3 | 2 | 1324 |" in md
+    assert "| 8 | 1024 | cudagraph | 15 | 1,2 | 1 | not walked | not walked | > 175.0 s" in md
     assert "| u8_e1024_s2 | - | - |" in md  # a seed that did not walk is listed, not dropped
+    assert "| not within 175.0 |" in md
+
+
+def test_walk_median_over_all_runs():
+    # all walked: the plain median and range
+    m = walk_median([40.7, 36.4, 72.0, 55.9])
+    assert (m.n, m.walked, m.median_s, m.low_s, m.high_s) == (4, 4, 48.3, 36.4, 72.0)
+    assert m.text() == "48.3 s [36.4-72.0], n=4"
+    # the failures are the two slowest of five: the median is the third fastest
+    m = walk_median([100.0, None, 90.0, None, 95.0], [None, 120.0, None, 175.0, None])
+    assert (m.median_s, m.walked, m.limits_s) == (100.0, 3, (120.0, 175.0))
+    assert m.text() == "100.0 s [90.0-100.0; 2 of 5 not within 120.0/175.0], n=5"
+    # an even count whose upper middle did not walk has no median time
+    m = walk_median([90.0, None], [None, 120.0])
+    assert m.median_s is None and m.text() == "> 120.0 s [90.0-90.0; 1 of 2 not within 120.0], n=2"
+    assert walk_median([None], [60.0]).text() == "not within 60.0 s, n=1"
 
 
 def test_settings_differing_only_in_num_envs_are_separate_rows():
@@ -71,7 +97,7 @@ def test_settings_differing_only_in_num_envs_are_separate_rows():
     rows = setting_table(records)
     assert [(r["updates_per_step"], r["num_envs"]) for r in rows] == [(16, 512), (16, 1024)]
     assert [r["walked"] for r in rows] == [1, 2]
-    assert [r["since_start_s_median"] for r in rows] == [50.0, 77.5]
+    assert [r["since_start_s_median"] for r in rows] == [None, 77.5]
 
 
 def test_paths_of_one_setting_are_separate_rows():
@@ -124,8 +150,19 @@ def _run(seed: int, executor: str | None) -> RunData:
     )
 
 
+def test_a_run_that_did_not_walk_records_how_long_it_ran():
+    run = _run(1, "cudagraph")
+    run.series["tracking_lin_vel_frac"] = np.array([0.5, np.nan, 0.7])  # never >= 80%
+    run.time_s = np.array([1.0, 2.0, np.nan])  # the last row's time not recorded
+    rec = walk_record(run)
+    assert not rec["reached"] and "since_start_s" not in rec
+    assert rec["not_within_s"] == 12.0  # setup 10 s + the last recorded loop time
+    (row,) = setting_table([rec])
+    assert row["since_start"] == "not within 12.0 s, n=1" and row["since_start_s"] == {}
+
+
 def test_a_run_of_the_eager_steps_is_not_a_seed_of_the_compiled_cudagraph_path():
-    # path.compiled_steps=false runs under path=cudagraph; the executor tells them apart
+    # a recorded executor that differs from the path (the eager steps under path=cudagraph)
     records = [
         walk_record(_run(1, "cudagraph")),
         walk_record(_run(1, "cudagraph (eager steps)")),
@@ -134,6 +171,7 @@ def test_a_run_of_the_eager_steps_is_not_a_seed_of_the_compiled_cudagraph_path()
     assert [r["path"] for r in records] == ["cudagraph", "cudagraph (eager steps)", "cudagraph"]
     assert records[0]["iteration"] == 2 and records[0]["since_start_s"] == 13.0
     assert records[0]["learning_since_start_s"] == 11.0  # setup + the first row's time_s
+    assert "not_within_s" not in records[0]
     rows = setting_table(records)
     assert [(r["path"], r["seeds"]) for r in rows] == [
         ("cudagraph", [1, 2]),
@@ -160,7 +198,8 @@ def test_learning_since_start_counts_from_the_runs_first_row():
 
 
 def test_a_lever_that_was_on_makes_a_setting_of_its_own():
-    # a same-seed A/B of run.prefill_during_cold_start: the same numbers, but not two seeds
+    # a same-seed A/B of a lever (recorded runs with the prefill): the same numbers, but not
+    # two seeds
     plain, prefill, both = _run(1, "cudagraph"), _run(1, "cudagraph"), _run(1, "cudagraph")
     prefill.summary["training_config"]["prefill_iterations"] = 49
     both.summary["training_config"].update(prefill_iterations=49, aligned_layout=True)
