@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -8,11 +7,6 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
-# The fakes (runner_fakes, shard_fakes) are imported by name from any test folder; spawned env
-# worker processes inherit sys.path, so they find them too.
-for _folder in ("runner", "envs"):
-    if str(REPO_ROOT / "tests" / _folder) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT / "tests" / _folder))
 
 
 @pytest.fixture
@@ -37,7 +31,7 @@ def _restore_torch_globals():
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
         return
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA device; the GPU run is in docs/benchmarks.md")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)

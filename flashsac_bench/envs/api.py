@@ -1,10 +1,17 @@
-"""The env contract the runner, evaluation and export program against (`make_env` builds one)."""
+"""The env contract: everything the runner, evaluation and export use of an env.
+
+`VecEnv` is an abstract base class: every env (`make_env`'s, an env-factory hook's, a test's
+fake) subclasses it, so a class that lacks a method cannot be built, and `check_env` /
+`check_step` test what a class cannot declare (the sizes' types, the step's dtypes and shapes).
+An env written elsewhere joins by subclassing or by `VecEnv.register(cls)`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -57,8 +64,11 @@ class EnvStep:
         )
 
 
-@runtime_checkable
-class VecEnv(Protocol):
+# Called by `step_end` with env rows [lo, hi) of the step once they are complete.
+RowsDone = Callable[[EnvStep, int, int], None]
+
+
+class VecEnv(ABC):
     """N autoresetting envs stepped together (what `make_env` and the env-factory hook return).
 
     `step` takes float actions (N, action_dim) in [-1, 1] (values outside are clipped) and returns
@@ -66,6 +76,12 @@ class VecEnv(Protocol):
     bit-identically (picklable: it goes into checkpoints); `set_state` restores it. `metrics`
     returns scalar means since its previous call. `close` frees what the env started (threads,
     worker processes, shared memory) and may be called more than once.
+
+    Worker processes. An env whose envs step in other processes says so (`workers` > 0) and
+    splits its step: `step_begin` hands the actions over and returns while the workers step,
+    `step_end` waits, calling `on_rows(step, lo, hi)` as each worker's rows are complete, so
+    the caller copies early workers' rows while the slowest one still steps. The defaults here
+    are an in-process env's: no workers, and a split step that runs the whole step at once.
     """
 
     num_envs: int
@@ -73,24 +89,99 @@ class VecEnv(Protocol):
     critic_obs_dim: int
     action_dim: int
     max_episode_steps: int
+    _begun: EnvStep | None = None  # the default split step's result, until step_end
 
-    def reset(self) -> tuple[np.ndarray, np.ndarray]: ...
+    @abstractmethod
+    def reset(self) -> tuple[np.ndarray, np.ndarray]:
+        """Reset every env; returns (obs, critic_obs)."""
 
+    @abstractmethod
     def step(self, actions: np.ndarray) -> EnvStep: ...
 
+    @abstractmethod
     def metrics(self) -> dict[str, float]: ...
 
+    @abstractmethod
     def get_state(self) -> dict[str, Any]: ...
 
+    @abstractmethod
     def set_state(self, state: dict[str, Any]) -> None: ...
 
+    @abstractmethod
     def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def workers(self) -> int:
+        """Worker processes stepping the envs (0: in this process)."""
+        return 0
+
+    @property
+    def worker_done_times(self) -> list[float | None]:
+        """time.perf_counter() in each worker when it finished its part of the last step (env
+        order; empty in-process): how long the step waited for its slowest worker."""
+        return []
+
+    def step_begin(self, actions: np.ndarray) -> None:
+        """The first half of `step`; `step_end` completes it."""
+        self._begun = self.step(actions)
+
+    def step_end(self, on_rows: RowsDone | None = None) -> EnvStep:
+        """Wait for the step `step_begin` started; the same EnvStep as `step`."""
+        step, self._begun = self._begun, None
+        if step is None:
+            raise RuntimeError("step_end() without step_begin()")
+        if on_rows is not None:
+            on_rows(step, 0, self.num_envs)
+        return step
 
 
 @runtime_checkable
-class TaskEnv(VecEnv, Protocol):
+class TaskEnv(Protocol):
     """What evaluation uses beyond VecEnv: the physics pose of every env (rendering) and the
     penalty-curriculum scale (so an evaluation can use the training env's)."""
 
     qpos: np.ndarray  # (N, nq), the state after the last step or reset
     penalty_scale: float
+
+
+SIZES = ("num_envs", "obs_dim", "critic_obs_dim", "action_dim", "max_episode_steps")
+
+
+def check_env(env: object) -> None:
+    """TypeError naming what makes `env` no VecEnv: not one, or a size missing or no int."""
+    if not isinstance(env, VecEnv):
+        raise TypeError(f"the env factory returned {type(env).__name__}, not a VecEnv")
+    for name in SIZES:
+        value = getattr(env, name, None)
+        if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+            raise TypeError(f"{type(env).__name__}.{name} must be an int >= 1, got {value!r}")
+
+
+def check_step(env: VecEnv, step: EnvStep) -> None:
+    """TypeError naming the first EnvStep field whose dtype or shape breaks the contract."""
+    n = env.num_envs
+    fields: list[tuple[str, np.ndarray, type, tuple[int, ...]]] = [
+        ("obs", step.obs, np.float32, (n, env.obs_dim)),
+        ("critic_obs", step.critic_obs, np.float32, (n, env.critic_obs_dim)),
+        ("final_obs", step.final_obs, np.float32, (n, env.obs_dim)),
+        ("final_critic_obs", step.final_critic_obs, np.float32, (n, env.critic_obs_dim)),
+        ("reward", step.reward, np.float32, (n,)),
+        ("terminated", step.terminated, np.bool_, (n,)),
+        ("truncated", step.truncated, np.bool_, (n,)),
+        ("episode_return", step.episode_return, np.float32, (n,)),
+        ("episode_length", step.episode_length, np.int32, (n,)),
+        *((f"reward_terms[{k!r}]", v, np.float32, (n,)) for k, v in step.reward_terms.items()),
+    ]
+    for name, array, dtype, shape in fields:
+        if not isinstance(array, np.ndarray) or array.dtype != dtype or array.shape != shape:
+            got = f"{getattr(array, 'dtype', type(array).__name__)} {getattr(array, 'shape', '')}"
+            raise TypeError(
+                f"{type(env).__name__}: EnvStep.{name} must be {np.dtype(dtype)} {shape}, "
+                f"got {got.strip()}"
+            )

@@ -18,9 +18,9 @@ import numpy as np
 _GOLDEN = np.uint32(0x9E3779B9)
 _ELEMENT_SALT = np.uint32(0x5BD1E995)
 _TO_UNIT = 1.0 / 2.0**32
-# 0-d uint32 arrays, not numpy scalars: numpy converts a scalar operand on every call, which
-# made the hash's ops ~1.5x as slow on the small arrays of a worker's draw (the hash runs
-# several times per env step). Python-int shifts keep the uint32 dtype (NEP 50).
+# 0-d uint32 arrays, not numpy scalars: numpy converts a scalar operand on every call, a cost
+# that dominates on the small arrays of a worker's draw (the hash runs several times per env
+# step). Python-int shifts keep the uint32 dtype (NEP 50).
 _MUL1 = np.array(0x7FEB352D, dtype=np.uint32)
 _MUL2 = np.array(0x846CA68B, dtype=np.uint32)
 

@@ -61,21 +61,18 @@ as one shard of all envs in this process (physics on a thread pool) or as contig
 worker processes writing into shared memory. This class holds what is global: the action input,
 the penalty curriculum (from the episode lengths of ALL envs, in env-index order) and the metric
 sums. Random numbers: one counter-based stream per env (`env_rng`), so an env's trajectory is the
-same whatever the split (workers 1, 2, 3 or the thread pool give bit-identical outputs). This
-replaced one numpy Generator shared by all envs on 2026-12-03: the same seed gives different
-episodes than in earlier versions, and env states checkpointed before then cannot be resumed.
+same whatever the split (workers 1, 2, 3 or the thread pool give bit-identical outputs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from flashsac_bench.config.backend import BackendConfig
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs.api import EnvStep
+from flashsac_bench.envs.api import EnvStep, RowsDone, VecEnv
 from flashsac_bench.envs.batched import BatchedMujoco
 from flashsac_bench.envs.g1_layout import G1Layout
 from flashsac_bench.envs.g1_shard import (
@@ -131,7 +128,7 @@ _PER_ENV = (
 )
 
 
-class G1WalkFlat:
+class G1WalkFlat(VecEnv):
     """`num_envs` G1 Walk Flat envs with autoreset; see the module docstring for the contract."""
 
     obs_dim = OBS_DIM
@@ -198,7 +195,7 @@ class G1WalkFlat:
 
     def step_begin(self, actions: np.ndarray) -> None:
         """The first half of `step`: hand the actions to the shards and return. With worker
-        processes they step while the caller does other work (runner.collector.InlineCollector);
+        processes they step while the caller packs the tick's first columns (runner.collector);
         in-process (threads) the whole step runs here. `step_end` completes it."""
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, NUM_JOINTS):
@@ -207,7 +204,7 @@ class G1WalkFlat:
         # The scale of this step is the one set after the previous step (UniLab's order).
         self._shards.post("step", self._penalty_scale)
 
-    def step_end(self, on_rows: Callable[[EnvStep, int, int], None] | None = None) -> EnvStep:
+    def step_end(self, on_rows: RowsDone | None = None) -> EnvStep:
         """Wait for the step `step_begin` started; the same EnvStep as `step`. `on_rows(step,
         lo, hi)` is called as each worker's env rows [lo, hi) of the step are complete, while
         other workers may still step (the collector copies them out meanwhile); with worker
@@ -326,12 +323,6 @@ class G1WalkFlat:
     def close(self) -> None:
         """Stop the workers (if any) and free the shared memory; idempotent."""
         self._shards.close()
-
-    def __enter__(self) -> G1WalkFlat:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- internals ----------------------------------------------------------------------------
 

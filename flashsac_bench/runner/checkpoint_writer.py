@@ -1,10 +1,9 @@
 """Periodic checkpoints written by a background thread while training goes on.
 
-A walk-sized run's checkpoint holds its whole replay ring (about 0.6 GB at 1024 envs): written
-inline, serializing and fsyncing it stalled the loop for ~1.4 s per checkpoint on the H200
-(docs/benchmarks.md). The main thread still takes the snapshot between iterations (every
-device -> host copy, so the file holds exactly that iteration's state); this thread only
-serializes, fsyncs and renames it. One write at a time: the next checkpoint, the run's end and
+A walk-sized run's checkpoint holds its whole replay ring: written inline, serializing and
+fsyncing it would stall the loop for seconds. The main thread still takes the snapshot between
+iterations (every device -> host copy, so the file holds exactly that iteration's state); this
+thread only serializes, fsyncs and renames it. One write at a time: the next checkpoint, the run's end and
 a failure all wait for the write in flight, so no checkpoint is lost or torn.
 """
 
@@ -50,10 +49,10 @@ class CheckpointWriter:
         self.start(reserve, {"reserved": tuple(shape)})
 
     def ring_copy(self, storage: torch.Tensor) -> torch.Tensor:
-        """`storage` copied into a host buffer kept from one checkpoint to the next: copied into
-        fresh memory, the walk's ~0.6 GB ring cost 0.2-0.6 s of page faults per checkpoint on
-        the CPU (docs/benchmarks.md). Safe because a snapshot is only taken once the previous
-        write is complete; the copy is valid until the next snapshot."""
+        """`storage` copied into a host buffer kept from one checkpoint to the next: a copy
+        into fresh memory would page-fault its way through the whole ring at every checkpoint.
+        Safe because a snapshot is only taken once the previous write is complete; the copy is
+        valid until the next snapshot."""
         if self.busy:
             raise RuntimeError("the previous checkpoint is still being written from the buffer")
         kept = self._ring_host

@@ -6,9 +6,9 @@ device ring (see learner.replay.RowLayout), so the main thread inserts the whole
 contiguous host->device copy. The slab and the acting buffers are pinned when the learner is on
 CUDA.
 
-Buffer reuse needs no extra synchronization: the main thread enqueues the host->device copy of
-a slab before the action hand-off that precedes the next tick packed into that slab, and that
-hand-off synchronizes the stream, so the copy is complete before the collector overwrites it.
+Buffer reuse needs no extra synchronization: the main thread enqueues the slab's host->device
+copy (the store) before the next action hand-off, and that hand-off synchronizes the stream, so
+the copy is complete before the collector packs the next tick into the slab.
 """
 
 from __future__ import annotations
@@ -62,14 +62,9 @@ class _Failure:
 
 
 class Staging:
-    """Host buffers shared by the collector thread and the main thread.
-
-    Two packed slabs: the collector packs tick k into the selected one (`select`), so the main
-    thread's host->device copy of tick k-1 from the other slab may still be in flight while the
-    envs step (run.overlap_store, see runner.loop).
-    """
-
-    SLABS = 2
+    """Host buffers shared by the collector thread and the main thread: the slab the collector
+    packs each tick into (`slab`, with a column view per row field in `cols`), the current obs
+    and dones the learner acts on, and the actions it writes."""
 
     def __init__(self, layout: RowLayout, num_envs: int, pin: bool) -> None:
         def alloc(*shape: int) -> torch.Tensor:
@@ -77,10 +72,9 @@ class Staging:
 
         self.layout = layout
         self.num_envs = num_envs
-        self.slabs_t = [alloc(num_envs, layout.width) for _ in range(self.SLABS)]
-        self._slab_cols = [
-            {name: t.numpy()[:, a:b] for name, (a, b) in layout.spans.items()} for t in self.slabs_t
-        ]
+        self.slab_t = alloc(num_envs, layout.width)
+        self.slab = self.slab_t.numpy()
+        self.cols = {name: self.slab[:, a:b] for name, (a, b) in layout.spans.items()}
         self.obs_t = alloc(num_envs, layout.obs_dim)
         self.dones_t = alloc(num_envs)
         self.actions_t = alloc(num_envs, layout.action_dim)
@@ -88,14 +82,6 @@ class Staging:
         self.dones = self.dones_t.numpy()
         self.actions = self.actions_t.numpy()
         self.critic_obs = np.zeros((num_envs, layout.critic_obs_dim), dtype=np.float32)
-        self.select(0)
-
-    def select(self, index: int) -> None:
-        """The slab (and its column views) the next pack_tick writes."""
-        self.index = index
-        self.slab_t = self.slabs_t[index]
-        self.slab = self.slab_t.numpy()
-        self.cols = self._slab_cols[index]
 
     def set_current(self, obs: np.ndarray, critic_obs: np.ndarray, dones: np.ndarray) -> None:
         self.obs[:] = obs
@@ -114,9 +100,8 @@ class Staging:
 
 
 def pack_tick(env: VecEnv, staging: Staging, want_metrics: bool) -> TickResult:
-    """Step every env once with staging.actions and pack the transitions (collector thread)."""
-    if splits_its_step(env):
-        return end_split_tick(env, staging, want_metrics, begin_split_tick(env, staging))
+    """Step every env once with staging.actions and pack the transitions (an in-process env:
+    its step returns when every row is written)."""
     t0 = time.perf_counter()
     pack_current(staging)
     t1 = time.perf_counter()
@@ -126,26 +111,22 @@ def pack_tick(env: VecEnv, staging: Staging, want_metrics: bool) -> TickResult:
     return tick_result(env, staging, step, want_metrics, t0, t1, t2)
 
 
-def begin_split_tick(env: VecEnv, staging: Staging) -> float:
-    """Hand the actions to an env that splits its step (worker processes) and pack the tick's
-    first columns while its workers step; returns when the tick began."""
+def pack_split_tick(env: VecEnv, staging: Staging, want_metrics: bool) -> TickResult:
+    """pack_tick for an env in worker processes: hand the actions over, pack the tick's first
+    columns while the workers step, then pack each worker's rows as soon as that worker is done
+    (the copies of early workers overlap the slowest worker's physics). Its env_step_ms spans
+    the whole split step, packing included: cycle_ms - env_step_ms is the serial rest."""
     t0 = time.perf_counter()
-    env.step_begin(staging.actions)  # type: ignore[attr-defined]
+    env.step_begin(staging.actions)
     pack_current(staging)
-    return t0
-
-
-def end_split_tick(env: VecEnv, staging: Staging, want_metrics: bool, t0: float) -> TickResult:
-    """Complete a split step, packing each worker's rows as soon as that worker is done (the
-    copies of early workers overlap the slowest worker's physics). Its env_step_ms spans the
-    whole split step, packing included: what is left as cycle_ms - env_step_ms is the serial
-    rest."""
 
     def rows_done(step: EnvStep, lo: int, hi: int) -> None:
         pack_rows(staging, step, lo, hi)
 
-    step = env.step_end(on_rows=rows_done)  # type: ignore[attr-defined]
-    return tick_result(env, staging, step, want_metrics, t0, t0, time.perf_counter())
+    step = env.step_end(on_rows=rows_done)
+    return tick_result(
+        env, staging, step, want_metrics, t0, t0, time.perf_counter(), env.worker_done_times
+    )
 
 
 def pack_current(staging: Staging) -> None:
@@ -179,9 +160,10 @@ def tick_result(
     t0: float,
     t1: float,
     t2: float,
+    done_times: list[float | None] | None = None,
 ) -> TickResult:
     """The tick's facts once every row is packed; t0 / t1 / t2: when the tick / the step began
-    and when the step ended."""
+    and when the step ended; done_times: when each worker process finished its part."""
     done_idx = np.flatnonzero(staging.dones)
     result = TickResult(
         env_step_ms=(t2 - t1) * 1e3,
@@ -191,8 +173,7 @@ def tick_result(
         episode_returns=np.asarray(step.episode_return)[done_idx].astype(np.float64),
         episode_lengths=np.asarray(step.episode_length)[done_idx].astype(np.float64),
         env_metrics=dict(env.metrics()) if want_metrics else None,
-        # an env in worker processes says when each finished its part of the step
-        straggler_ms=straggler_ms(getattr(env, "worker_done_times", [])),
+        straggler_ms=straggler_ms(done_times or []),
     )
     result.end = time.perf_counter()
     result.cycle_ms = (result.end - t0) * 1e3
@@ -218,6 +199,8 @@ class Collector:
         self._thread.start()
 
     def _loop(self) -> None:
+        # An env in worker processes splits its step (VecEnv.step_begin / step_end).
+        pack = pack_split_tick if self.env.workers else pack_tick
         while True:
             req = self._requests.get()
             if req is None:
@@ -225,7 +208,7 @@ class Collector:
             want_metrics, released = req
             start_ms = (time.perf_counter() - released) * 1e3
             try:
-                result: TickResult | _Failure = pack_tick(self.env, self.staging, want_metrics)
+                result: TickResult | _Failure = pack(self.env, self.staging, want_metrics)
             except BaseException as err:  # noqa: BLE001 - reported to the main thread
                 self._results.put(_Failure(err))
                 return
@@ -291,77 +274,3 @@ class Collector:
             self.wait()
         except CollectorError:
             pass
-
-
-class InlineCollector:
-    """The collector without a thread, for an env whose step is split (`step_begin` hands the
-    actions to its worker processes and returns, `step_end` gathers; the G1 env with
-    backend.mode=processes): `submit` starts the step on the main thread and packs the tick's
-    first columns while the workers step, the main thread launches the update meanwhile, and
-    `wait` completes the step, packing each worker's rows as it replies. No thread wake-up or
-    GIL hand-off sits between the actions and the workers (run.collector_thread=false). A hung
-    worker is reported by the env's own timeout (backend.worker_timeout_s), naming it."""
-
-    hung = False
-
-    def __init__(self, env: VecEnv, staging: Staging) -> None:
-        self.env, self.staging = env, staging
-        self._tick = -1
-        self._want_metrics = False
-        self._started: float | None = None  # when the tick in flight began
-
-    def start(self) -> None:
-        """Nothing to start (the Collector interface)."""
-
-    def submit(self, tick: int, want_metrics: bool) -> None:
-        self._tick, self._want_metrics = tick, want_metrics
-        try:
-            self._started = begin_split_tick(self.env, self.staging)
-        except Exception as err:
-            raise self._failed(err) from err
-
-    def wait(self) -> TickResult:
-        assert self._started is not None, "wait() without submit()"
-        t0, self._started = self._started, None
-        try:
-            result = end_split_tick(self.env, self.staging, self._want_metrics, t0)
-        except Exception as err:
-            raise self._failed(err) from err
-        result.start_ms = 0.0
-        return result
-
-    def _failed(self, err: BaseException) -> CollectorError:
-        return CollectorError(
-            f"env step failed at iteration {self._tick}: {type(err).__name__}: {err}"
-        )
-
-    @property
-    def idle(self) -> bool:
-        return self._started is None
-
-    def stop(self) -> None:
-        """Nothing to stop (the Collector interface)."""
-
-    def close(self) -> None:
-        self.drain()
-
-    def drain(self) -> None:
-        """Complete a step still in flight so the env can be closed safely (errors dropped: a
-        failure is already being reported)."""
-        if self._started is None:
-            return
-        self._started = None
-        try:
-            self.env.step_end()  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001
-            pass
-
-
-def splits_its_step(env: VecEnv) -> bool:
-    """Whether `env` can be stepped by InlineCollector: a split step whose first half returns
-    while worker processes step (in-process, step_begin would run the whole step at once)."""
-    return (
-        callable(getattr(env, "step_begin", None))
-        and callable(getattr(env, "step_end", None))
-        and int(getattr(env, "workers", 0)) > 0
-    )

@@ -8,18 +8,16 @@
 
 Act and store are not part of the update cycle, but they sit on the iteration's serial path
 (the env step needs the actions; the next act needs the ring and statistics), so their host
-cost adds directly to iter_ms (docs/benchmarks.md, "Step graphs"). On CUDA each is therefore
-captured once as its own small CUDA graph (`run.capture_device_steps`, every path, so that the
-paths differ only in how the update cycle runs); per iteration the host then issues three
-copies and one replay to act and one copy and one replay to store. The graphs run the same
-kernels as the eager calls (tests/runner/test_runner_gpu.py compares them bit for bit). Host
+cost adds directly to iter_ms. On CUDA each is therefore captured once as its own small CUDA
+graph (`run.capture_device_steps`, every path, so that the paths differ only in how the update
+cycle runs); per iteration the host then issues three copies and one replay to act and one copy
+and one replay to store. The graphs run the same kernels as the eager calls, bit for bit. Host
 <-> device copies stay outside the graphs, from and into the pinned staging buffers.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 import warnings
 from collections.abc import Callable
 
@@ -55,7 +53,6 @@ class DeviceSteps:
         self.u_col = lay.span("truncated")[0]
         self.graphs = GraphSet()  # act / store; destroyed only by release() (learner/graphs.py)
         self.capture_error: str | None = None
-        self._waiting: int | None = None  # staging slab whose tick is not stored yet
         self.timer = LearnerTimer(learner.device)
         # Pinned on CUDA, so that the metric copy is asynchronous.
         self.metrics_host = torch.zeros(len(learner.metric_names), pin_memory=self.cuda)
@@ -94,26 +91,13 @@ class DeviceSteps:
             self.sync()
 
     def store(self, host_slab: torch.Tensor) -> None:
-        """Write one tick's packed rows (a staging slab) into the ring and update the reward
+        """Write one tick's packed rows (the staging slab) into the ring and update the reward
         statistics; asynchronous on CUDA. The ring's host mirror is the caller's (advance)."""
         if self.cuda:
             self.slab.copy_(host_slab, non_blocking=True)
             self._run("store", self._store)
         else:
             self._store_rows(host_slab)
-
-    def store_later(self, slab: int) -> None:
-        """Mark staging slab `slab`'s tick for the next `flush_store`."""
-        self._waiting = slab
-
-    def flush_store(self) -> float:
-        """Store the tick waiting in a staging slab, if any; returns the host ms it took."""
-        if self._waiting is None:
-            return 0.0
-        t = time.perf_counter()
-        self.store(self.staging.slabs_t[self._waiting])
-        self._waiting = None
-        return (time.perf_counter() - t) * 1e3
 
     def update(self) -> None:
         """Launch the update cycle and the copy of its metrics (see `late_values`)."""
@@ -146,7 +130,7 @@ class DeviceSteps:
             return
         learner, ring = self.learner, self.learner.ring
         dev = learner.device
-        collect_dead_graphs(keep=(self.graphs, *learner.executor.graph_sets()))
+        collect_dead_graphs(keep=(self.graphs, *learner.path.graph_sets()))
         state = learner.state.snapshot()
         slots = ring.next_slots(self.staging.num_envs)  # what the warm-up store overwrites
         rows = ring.storage.index_select(0, slots)

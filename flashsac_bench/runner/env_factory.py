@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.envs.api import VecEnv
+from flashsac_bench.envs.api import VecEnv, check_env
 
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig
@@ -50,8 +50,13 @@ def build_env(
     override: EnvFactory | None, task: TaskConfig, backend: BackendConfig, num_envs: int, seed: int
 ) -> VecEnv:
     env = resolve_env_factory(override)(task, backend, num_envs, seed)
-    if not isinstance(env, VecEnv):
-        raise TypeError(f"the env factory returned {type(env).__name__}, not a VecEnv")
+    try:
+        check_env(env)
+    except TypeError:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()  # it may have started worker processes
+        raise
     return env
 
 

@@ -19,6 +19,7 @@ from flashsac_bench.cli_errors import debug_enabled
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.checkpoint import checkpoint_path, is_learner_only, save_checkpoint
+from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.records import Records, RunState
 from flashsac_bench.runner.resume import (
@@ -123,6 +124,37 @@ def note_checkpoint(records: Records, written: dict[str, Any]) -> None:
     the loop was held (`blocking_s`) and from snapshot to renamed file (`s`)."""
     records.state.checkpoints.append(written)
     records.write_summary()
+
+
+def write_checkpoint(
+    records: Records,
+    writer: CheckpointWriter,
+    learner: FlashSACLearner,
+    env: VecEnv,
+    staging: Staging,
+    *,
+    background: bool,
+    t0: float,
+) -> None:
+    """Snapshot the run (every tick stored, every row final: the caller's part) and write it
+    inline, or on the writer's thread while training goes on; t0: when the loop stopped for it."""
+    path, payload = checkpoint_snapshot(learner, env, staging, records, writer.ring_copy)
+    info = {"iteration": payload["iteration"], "path": str(path), "background": background}
+    if background:
+        info["blocking_s"] = time.perf_counter() - t0
+        writer.start(lambda: save_snapshot(path, payload), info)
+        return
+    save_snapshot(path, payload)
+    s = time.perf_counter() - t0
+    note_checkpoint(records, {**info, "s": s, "blocking_s": s})
+
+
+def collect_checkpoint(records: Records, writer: CheckpointWriter, *, wait: bool) -> None:
+    """List the background write in the summary once it is done (raise its error)."""
+    done = writer.collect(wait=wait)
+    if done is not None and "path" in done:  # not the buffer's reservation
+        done["s"] = done["blocking_s"] + done.pop("write_s")
+        note_checkpoint(records, done)
 
 
 def _owned(value: Any) -> Any:

@@ -9,7 +9,6 @@ runner.loop). A checkpoint, the loop's end and a failure record the waiting row 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -18,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.config import run as run_config
 from flashsac_bench.config.root import Config
 from flashsac_bench.learner.state import METRICS
 from flashsac_bench.runner.collector import TickResult
@@ -38,8 +36,6 @@ from flashsac_bench.runner.summary import (
 # Finished episodes the running return / length means are taken over (UniLab uses 100).
 EPISODE_WINDOW = 100
 
-log = logging.getLogger("flashsac_bench.runner")
-
 
 def reads_env_metrics(iteration: int, log_every: int, iterations: int) -> bool:
     """Whether iteration's tick reads the env's metrics: it ends a log window or the run."""
@@ -52,11 +48,11 @@ class IterationMarks:
 
     start: float
     acted: float  # 1. the actions are on the host
-    released: float  # 2. the collector is about to be released (slab selected)
-    update_start: float  # 4. envs released, the waiting tick stored: the update launches
+    released: float  # 2. the collector is about to be released
+    update_start: float  # 3. the envs step: the update launches
     update_end: float  # the update is launched (its GPU time is LearnerTimer's)
-    joined: float  # 5. the collector's tick is back
-    stored: float  # the tick is stored (or queued): the iteration's serial part ends
+    joined: float  # 4. the collector's tick is back
+    stored: float  # the tick is stored: the iteration's serial part ends
 
 
 @dataclass(frozen=True)
@@ -69,6 +65,15 @@ class DeferredRow:
     marks: IterationMarks
     insert_ms: float
     replay_rows: int
+
+
+@dataclass(frozen=True)
+class Window:
+    """A logged window as TensorBoard gets it: its last row, and its means (Reward/<term> over
+    the window's ticks, Env/<metric> from its last tick)."""
+
+    last_row: dict[str, Any]
+    means: dict[str, float]
 
 
 @dataclass
@@ -97,7 +102,7 @@ class RunState:
     resumed_from: str | None = None
     # Resumed from a learner-only checkpoint: the loaded policy acts while the replay refills.
     policy_refill: bool = False
-    stopped_by: str | None = None  # set when run.time_limit_s or run.stop_at_walk ends the loop
+    stopped_by: str | None = None  # why the loop ended early (runner.stopping)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)  # written by this process
 
 
@@ -194,12 +199,12 @@ class Records:
         return row
 
     # ------------------------------------------------------------------ progress, TensorBoard
-    def flush_due(self) -> None:
-        """The window's TensorBoard point (and run.stop_at_walk's check) once it is full. The
-        loop calls it while the envs step, off the serial path: writing ~40 scalars takes
-        milliseconds."""
+    def flush_due(self) -> Window | None:
+        """The window's TensorBoard point once it is full; the window written, if any. The loop
+        calls it while the envs step, off the serial path (it writes a few dozen scalars)."""
         if len(self._window) >= self.cfg.run.log_every:
-            self.flush_window()
+            return self.flush_window()
+        return None
 
     def show(self, tick: TickResult, progress: Progress, row: dict[str, Any]) -> None:
         """The progress line."""
@@ -224,38 +229,21 @@ class Records:
             }
         )
 
-    def flush_window(self) -> None:
+    def flush_window(self) -> Window | None:
+        """Write the window's TensorBoard point (if it has rows) and start the next window."""
         if not self._window:
-            return
-        extra: dict[str, float] = {}
+            return None
+        means: dict[str, float] = {}
         terms = self._window_terms
         for name in terms[-1] if terms else {}:
             vals = [t[name] for t in terms if name in t]
-            extra[f"Reward/{name}"] = float(np.mean(vals))
+            means[f"Reward/{name}"] = float(np.mean(vals))
         for name, value in self._env_metrics.items():
-            extra[f"Env/{name}"] = float(value)
-        self._check_walking(extra)
-        self.scalars.write(self._window, extra)
+            means[f"Env/{name}"] = float(value)
+        window = Window(self._window[-1], means)
+        self.scalars.write(self._window, means)
         self._window, self._window_terms = [], []
-
-    def _check_walking(self, extra: dict[str, float]) -> None:
-        """run.stop_at_walk: the learning analysis's test of the walking thresholds (this
-        window's last row and its Reward/tracking_lin_vel mean); the loop ends before the next
-        iteration."""
-        if not self.cfg.run.stop_at_walk or self.state.stopped_by:
-            return
-        top = self.cfg.task.rewards.tracking_lin_vel * self.cfg.task.ctrl_dt
-        length = self._window[-1]["episode_length_mean"]
-        tracking = extra.get("Reward/tracking_lin_vel")
-        if not top or length is None or tracking is None:
-            return
-        if (
-            length >= run_config.WALK_EPISODE_LENGTH
-            and tracking / top >= run_config.WALK_TRACKING_FRAC
-        ):
-            k = self._window[-1]["iteration"]
-            self.state.stopped_by = f"run.stop_at_walk: walking thresholds met at iteration {k}"
-            log.info("%s: stopping", self.state.stopped_by)
+        return window
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:

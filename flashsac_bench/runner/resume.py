@@ -58,13 +58,6 @@ RESUME_MAY_CHANGE: dict[str, str] = {
     "backend.workers": "how many worker processes",
     "backend.num_threads": "threads of the in-process pool",
     "backend.worker_timeout_s": "when a silent worker counts as hung",
-    "run.collector_thread": "the env tick on a collector thread or on the main thread",
-    "run.prefill_during_cold_start": "a fresh run's random-action iterations during its cold start",
-    # Exact levers: the same bits either way (tests/learner: test_projection,
-    # test_normalizer_exploration_rng, test_paths_agree, test_functional_steps).
-    "path.compile_rng": "the RNG's hash compiled or as separate ops (same bits)",
-    "path.projection_gather": "the projection as a gathered product or a concatenation (same bits)",
-    "path.functional_steps": "state written after or inside the compiled steps (same bits)",
 }
 # Derived settings that must match too (the same config can resolve differently elsewhere,
 # e.g. hardware=auto on a GPU machine and on a CPU one).

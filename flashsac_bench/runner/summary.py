@@ -45,9 +45,7 @@ TIMING_SEMANTICS = {
     ),
     "collector_cycle_ms": (
         "collector thread busy time per tick: env.step + packing replay rows "
-        "(excludes waiting for actions, unlike UniLab's); with run.collector_thread=false, "
-        "from the tick's start to its packed rows on the main thread (the update's launch "
-        "included)"
+        "(excludes waiting for actions, unlike UniLab's)"
     ),
     "env_step_ms": (
         "env.step inside the tick; with an env that splits its step across worker processes, "
@@ -62,12 +60,11 @@ TIMING_SEMANTICS = {
     ),
     "collector_start_ms": (
         "from the collector's release to its thread starting the tick (thread wake-up and GIL "
-        "hand-off while the main thread stores and launches the update): on the serial path"
+        "hand-off while the main thread launches the update): on the serial path"
     ),
     "release_ms": (
-        "from the actions on the host to the collector's release (the slab selected); on the "
-        "serial path. The previous update's late values are read after the release, while the "
-        "envs step"
+        "from the actions on the host to the collector's release; on the serial path. The "
+        "previous update's late values are read after the release, while the envs step"
     ),
     "join_ms": (
         "from the tick complete (and the update launched, whichever is later) to the main "
@@ -76,8 +73,8 @@ TIMING_SEMANTICS = {
         "serial path"
     ),
     "insert_ms": (
-        "host time of the store call (replay insert + reward stats) issued in the iteration; "
-        "with run.overlap_store it stores the previous tick while the envs step"
+        "host time of storing the iteration's tick after the join (replay insert + reward "
+        "stats; asynchronous on CUDA): on the serial path"
     ),
     "straggler_ms": (
         "worker processes: from the median worker finishing its part of the env step to the "
@@ -96,8 +93,7 @@ TIMING_SEMANTICS = {
     "setup_s": (
         "host wall time from the runner's start to its first iteration: env build (its workers "
         "keep starting during the learner's build), learner build, compile and capture, "
-        "restore; startup holds the timed parts. With run.prefill_during_cold_start the first "
-        "(random-action) iterations begin before the compile, and setup_s ends there"
+        "restore; startup holds the timed parts"
     ),
     "rows": (
         "learning iterations only (warmup iterations with random actions and no update are "

@@ -9,40 +9,16 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from shard_fakes import FakeShardedEnv, Faults
 
 from flashsac_bench.envs.shards import EnvWorkerError, split_ranges, straggler_ms
+from tests.fakes.processes import SHM_DIR, created_segments, wait_gone
+from tests.fakes.runs import with_repo_on_path
+from tests.fakes.sharded_env import FakeShardedEnv, Faults
 
-HERE = Path(__file__).resolve().parent
-SHM_DIR = Path("/dev/shm")
 pytestmark = pytest.mark.skipif(not SHM_DIR.is_dir(), reason="needs POSIX shared memory (/dev/shm)")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (exited, not yet reaped by its parent) counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_gone(pids: list[int], shm: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(_alive(p) for p in pids) and not (SHM_DIR / shm).exists():
-            return
-        time.sleep(0.1)
-    alive = [p for p in pids if _alive(p)]
-    raise AssertionError(f"left behind: processes {alive}, shm exists: {(SHM_DIR / shm).exists()}")
 
 
 def _actions(env: FakeShardedEnv, seed: int = 0) -> np.ndarray:
@@ -71,7 +47,7 @@ def test_steps_state_and_close_free_everything() -> None:
     again = [env.step(_actions(env, 10 + k)).obs.copy() for k in range(15)]
     np.testing.assert_array_equal(np.array(first), np.array(again))
     env.close()
-    _wait_gone(pids, shm, timeout=5.0)
+    wait_gone(pids, shm, timeout=5.0)
     env.close()  # idempotent
     with pytest.raises(EnvWorkerError, match="closed"):
         env.step(_actions(env))
@@ -189,12 +165,11 @@ def test_a_faulty_worker_fails_the_step_naming_it_and_frees_everything(
     with pytest.raises(EnvWorkerError, match=match):
         env.step(_actions(env))
     assert time.monotonic() - start < 10
-    _wait_gone(pids, shm, timeout=10.0)  # the failing call already closed every worker
+    wait_gone(pids, shm, timeout=10.0)  # the failing call already closed every worker
 
 
-def test_startup_error_is_one_clear_line_and_leaves_nothing() -> None:
-    before = set(SHM_DIR.glob("flashsac_*"))
-    with pytest.raises(EnvWorkerError) as info:
+def test_startup_error_is_one_clear_line_and_leaves_nothing(monkeypatch) -> None:
+    with created_segments(monkeypatch) as segments, pytest.raises(EnvWorkerError) as info:
         FakeShardedEnv(6, seed=0, workers=3, faults=Faults(fail_start=1))
     message = str(info.value)
     assert message.startswith("env worker 1 (envs 2-3, pid ")
@@ -202,8 +177,8 @@ def test_startup_error_is_one_clear_line_and_leaves_nothing() -> None:
         "failed to start: ValueError: fake shard 1 refuses to start (bad model file, say)"
     )
     assert "\n" not in message and "Traceback" not in message
-    time.sleep(0.2)
-    assert set(SHM_DIR.glob("flashsac_*")) == before
+    (segment,) = segments  # the one block the env created, and nothing of it is left
+    wait_gone([], segment, timeout=5.0)
 
 
 def test_a_start_not_waited_for_fails_the_first_command_the_same_way() -> None:
@@ -219,7 +194,7 @@ def test_a_start_not_waited_for_fails_the_first_command_the_same_way() -> None:
     assert message.endswith(
         "failed to start: ValueError: fake shard 1 refuses to start (bad model file, say)"
     )
-    _wait_gone(pids, shm)
+    wait_gone(pids, shm)
 
 
 def test_posted_commands_are_read_in_order_and_closing_while_starting_frees_everything() -> None:
@@ -239,19 +214,18 @@ def test_posted_commands_are_read_in_order_and_closing_while_starting_frees_ever
     early = FakeShardedEnv(4, seed=0, workers=2, wait_for_start=False)
     pids, shm = early.shards.pids, early.shards.shm_name
     early.shards.close()
-    _wait_gone(pids, shm)
+    wait_gone(pids, shm)
     with pytest.raises(EnvWorkerError, match="closed"):
         early.shards.post("reset")
 
 
 _PARENT = textwrap.dedent(
     """
-    import signal, sys, time
+    import signal, time
     # Ctrl-C as a terminal's python has it, also where the harness started us with SIGINT
     # ignored (a background job of a non-interactive shell inherits SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.path.insert(0, {here!r})
-    from shard_fakes import FakeShardedEnv
+    from tests.fakes.sharded_env import FakeShardedEnv
     env = FakeShardedEnv(6, seed=0, workers=3)
     env.reset()
     print(" ".join(map(str, env.shards.pids)), env.shards.shm_name, flush=True)
@@ -267,24 +241,25 @@ def test_nothing_outlives_a_parent_that_is_killed_or_interrupted(sig: signal.Sig
     # SIGINT goes to the whole process group, as a terminal's Ctrl-C does: the workers ignore it
     # and the parent's KeyboardInterrupt closes them; SIGKILL leaves the parent no say at all.
     proc = subprocess.Popen(
-        [sys.executable, "-c", _PARENT.format(here=str(HERE))],
+        [sys.executable, "-c", _PARENT],
+        env=with_repo_on_path(dict(os.environ)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
     try:
-        assert proc.stdout is not None
-        *pids, shm = proc.stdout.readline().split()
+        assert proc.stdout is not None and proc.stderr is not None
+        *pids, shm = proc.stdout.readline().split() or [proc.stderr.read()]
         worker_pids = [int(p) for p in pids]
-        assert len(worker_pids) == 3, proc.stderr.read() if proc.stderr else ""
+        assert len(worker_pids) == 3, shm
         time.sleep(0.3)
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)
         else:
             os.kill(proc.pid, sig)
         proc.wait(timeout=20)
-        _wait_gone(worker_pids, shm, timeout=15.0)
+        wait_gone(worker_pids, shm, timeout=15.0)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -1,8 +1,8 @@
-"""A small deterministic env with the flashsac_bench.envs contract, for the runner tests.
+"""A small deterministic in-process env with the env contract (`VecEnv`), for the runner tests.
 
-Importable as `runner_fakes` (tests/runner is on sys.path under pytest; subprocess tests put it
-on PYTHONPATH and select it with FLASHSAC_BENCH_ENV_FACTORY=runner_fakes:make_env). Faults are
-injected through environment variables so they also reach Hydra / submitit job processes:
+CLI subprocess tests select it with FLASHSAC_BENCH_ENV_FACTORY=tests.fakes.fake_env:make_env
+(the repository root on PYTHONPATH: `runs.fake_env_environ`). Faults are injected through
+environment variables so they also reach Hydra / submitit job processes:
 FAKE_ENV_FAIL_AT=k (env.step raises at tick k), FAKE_ENV_HANG_AT=k (sleeps for an hour),
 FAKE_ENV_SIGNAL_AT=k:SIGTERM[:2] (sends the signal to its own process, [twice, 0.5 s apart]),
 FAKE_ENV_STEP_SLEEP=s (every step sleeps s seconds), FAKE_ENV_MARKER=path (appended to whenever
@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.envs.api import EnvStep
+from flashsac_bench.envs.api import EnvStep, VecEnv
 
 
-class FakeEnv:
+class FakeEnv(VecEnv):
+    """Envs of a noisy linear system; episodes end on |x0| > 1.6 or after max_episode_steps."""
+
     obs_dim = 6
     critic_obs_dim = 7
     action_dim = 3
@@ -64,7 +66,7 @@ class FakeEnv:
             truncated=np.zeros(n, bool),
             reward_terms={"alive": np.zeros(n, f32), "effort": np.zeros(n, f32)},
             episode_return=np.zeros(n, f32),
-            episode_length=np.zeros(n, f32),
+            episode_length=np.zeros(n, np.int32),
         )
 
     def _write_obs(self, obs: np.ndarray, critic: np.ndarray, idx: Any = slice(None)) -> None:
@@ -100,8 +102,8 @@ class FakeEnv:
         assert a.shape == (self.num_envs, self.action_dim), a.shape
         assert np.all(np.abs(a) <= 1.0 + 1e-6), "actions must be in [-1, 1]"
         noise = self.rng.normal(scale=0.05, size=self.x.shape)
-        # Broadcast-sum, not `a @ w`: numpy's OpenBLAS threads spin after a matmul and, on 2
-        # cores, made the concurrent torch update cycle up to 40x slower.
+        # Broadcast-sum, not `a @ w`: numpy's OpenBLAS threads spin after a matmul and would
+        # compete with the concurrent torch update cycle for the cores.
         drive = (a[:, :, None] * self.w[None]).sum(1)
         self.x = 0.9 * self.x + 0.3 * np.tanh(drive) + noise
         self.t += 1
@@ -144,6 +146,46 @@ class FakeEnv:
 
     def close(self) -> None:
         self.closed = True
+
+
+class SplitFakeEnv(FakeEnv):
+    """FakeEnv as an env in worker processes: `workers` > 0 and a step that really splits
+    (`step_begin` only takes the actions; `step_end` steps and hands the rows over in two
+    parts, the second part first, as workers that finish out of order would)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._pending: np.ndarray | None = None
+        self._done_times: list[float | None] = []
+        self.split_steps = 0
+
+    @property
+    def workers(self) -> int:
+        return 2
+
+    @property
+    def worker_done_times(self) -> list[float | None]:
+        return list(self._done_times)
+
+    def step(self, actions: np.ndarray) -> EnvStep:
+        out = super().step(actions)
+        self._done_times = [time.perf_counter(), time.perf_counter()]
+        return out
+
+    def step_begin(self, actions: np.ndarray) -> None:
+        assert self._pending is None, "step_begin twice without step_end"
+        self._pending = np.array(actions, copy=True)
+
+    def step_end(self, on_rows: Any = None) -> EnvStep:
+        actions, self._pending = self._pending, None
+        assert actions is not None, "step_end without step_begin"
+        self.split_steps += 1
+        out = self.step(actions)
+        half = self.num_envs // 2
+        for lo, hi in ((half, self.num_envs), (0, half)):
+            if on_rows is not None:
+                on_rows(out, lo, hi)
+        return out
 
 
 def _env_int(name: str) -> int | None:

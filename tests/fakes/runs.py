@@ -11,8 +11,7 @@ from typing import Any
 
 from flashsac_bench.config import Config, to_config
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # Small enough that one u2 update cycle takes a few ms on 2 CPU cores.
 TINY_LEARNER = {"actor_hidden_dim": 16, "critic_hidden_dim": 16, "num_atoms": 11}
@@ -73,10 +72,16 @@ def cli_overrides(num_envs: int = 16, iterations: int = 30) -> list[str]:
     ]
 
 
+def with_repo_on_path(environ: dict[str, str]) -> dict[str, str]:
+    """`environ` with the repository root first on PYTHONPATH: a subprocess imports
+    tests.fakes whatever its working directory."""
+    path = os.pathsep.join([str(REPO), environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return {**environ, "PYTHONPATH": path}
+
+
 def fake_env_environ(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["FLASHSAC_BENCH_ENV_FACTORY"] = "runner_fakes:make_env"
+    env = with_repo_on_path(dict(os.environ))
+    env["FLASHSAC_BENCH_ENV_FACTORY"] = "tests.fakes.fake_env:make_env"
     # Keep numpy's BLAS from oversubscribing the 2 CI cores across parallel submitit jobs.
     env.setdefault("OMP_NUM_THREADS", "1")
     env.update(extra)

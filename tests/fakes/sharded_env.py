@@ -1,12 +1,12 @@
 """A small env built on worker-process shards, with injectable worker faults (for the tests).
 
-Importable as `shard_fakes` (tests/envs is on sys.path under pytest; spawned workers inherit
-sys.path; CLI subprocess tests put this folder on PYTHONPATH and select the env with
-FLASHSAC_BENCH_ENV_FACTORY=shard_fakes:make_env). Faults, each "tick:worker" (the worker whose
-index is given misbehaves at its tick-th step): FAKE_SHARD_FAIL_AT (raises), FAKE_SHARD_DIE_AT
-(SIGKILLs itself), FAKE_SHARD_HANG_AT (sleeps for an hour); FAKE_SHARD_FAIL_START=worker (its
-factory raises); FAKE_SHARD_WORKERS=K (default: backend.workers, else 2); FAKE_SHARD_MARKER=path
-(the worker pids and the shared-memory name are written there, as JSON, once the env is up).
+Spawned workers import it by name (they get the parent's sys.path); CLI subprocess tests select
+it with FLASHSAC_BENCH_ENV_FACTORY=tests.fakes.sharded_env:make_env. Faults, each "tick:worker"
+(the worker whose index is given misbehaves at its tick-th step): FAKE_SHARD_FAIL_AT (raises),
+FAKE_SHARD_DIE_AT (SIGKILLs itself), FAKE_SHARD_HANG_AT (sleeps for an hour);
+FAKE_SHARD_FAIL_START=worker (its factory raises); FAKE_SHARD_WORKERS=K (default:
+backend.workers, else 2); FAKE_SHARD_MARKER=path (the worker pids and the shared-memory name are
+written there, as JSON, once the env is up).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.envs.api import EnvStep
+from flashsac_bench.envs.api import EnvStep, RowsDone, VecEnv
 from flashsac_bench.envs.env_rng import EnvStreams
-from flashsac_bench.envs.shards import ArraySpec, ProcessShards
+from flashsac_bench.envs.shards import ArraySpec, ProcessShards, split_ranges
 
 OBS_DIM, CRITIC_OBS_DIM, ACTION_DIM = 6, 7, 3
 MAX_STEPS = 12
@@ -172,7 +172,7 @@ class FakeShardFactory:
         return FakeShard(lo, hi, arrays, self.seed, self.ranges.index((lo, hi)), self.faults)
 
 
-class FakeShardedEnv:
+class FakeShardedEnv(VecEnv):
     """A VecEnv whose envs live in worker processes (the runner's view of a process env)."""
 
     obs_dim, critic_obs_dim, action_dim = OBS_DIM, CRITIC_OBS_DIM, ACTION_DIM
@@ -181,8 +181,6 @@ class FakeShardedEnv:
     def __init__(
         self, num_envs: int, seed: int, workers: int = 2, faults: Faults = Faults(), **kw: Any
     ) -> None:
-        from flashsac_bench.envs.shards import split_ranges
-
         self.num_envs = num_envs
         ranges = tuple(split_ranges(num_envs, workers))
         self.shards = ProcessShards(
@@ -208,6 +206,15 @@ class FakeShardedEnv:
         self._actions[:] = actions
         self.shards.call("step")
         return self.out
+
+    def step_begin(self, actions: np.ndarray) -> None:
+        self._actions[:] = actions
+        self.shards.post("step")
+
+    def step_end(self, on_rows: RowsDone | None = None) -> EnvStep:
+        out = self.out
+        self.shards.settle(None if on_rows is None else lambda lo, hi: on_rows(out, lo, hi))
+        return out
 
     def metrics(self) -> dict[str, float]:
         return {"mean_abs_x0": float(np.abs(self.out.obs[:, 0]).mean())}

@@ -28,7 +28,7 @@ needs_unilab = pytest.mark.skipif(
     reason="unilab-rl is not importable; `pip install --no-deps unilab-rl==1.4.15` (CI does)",
 )
 
-# The fake env's sizes (tests/runner/runner_fakes.py) and the runner tests' tiny learner.
+# The fake env's sizes (tests/fakes/fake_env.py) and the runner tests' tiny learner.
 FAKE_DIMS = (6, 7, 3)
 TINY = {"actor_hidden_dim": 16, "critic_hidden_dim": 16, "num_atoms": 11}
 TINY_OVERRIDES = [f"learner.{k}={v}" for k, v in TINY.items()]
@@ -39,7 +39,7 @@ def fake_env_factory(monkeypatch):
     """The runner uses the fake env: a converted file need not have the G1 task's dims."""
     from flashsac_bench.runner.env_factory import ENV_FACTORY_VAR
 
-    monkeypatch.setenv(ENV_FACTORY_VAR, "runner_fakes:make_env")
+    monkeypatch.setenv(ENV_FACTORY_VAR, "tests.fakes.fake_env:make_env")
 
 
 def compose(overrides: list[str]):
@@ -164,11 +164,10 @@ def test_unilab_checkpoint_converts_evaluates_and_exports(tmp_path, monkeypatch)
 
 @needs_unilab
 def test_learner_only_checkpoint_resumes_training(tmp_path, fake_env_factory):
-    from runner_fakes import FakeEnv
-    from runner_helpers import read_summary, tiny_config
-
     from flashsac_bench.hydra_app import train
     from flashsac_bench.runner.device_steps import DeviceSteps
+    from tests.fakes.fake_env import FakeEnv
+    from tests.fakes.runs import read_summary, tiny_config
 
     obs, critic_obs, action = FAKE_DIMS
     theirs = unilab_learner(obs, critic_obs, action, gamma=0.97, **TINY)
@@ -226,10 +225,9 @@ def test_unprojected_unilab_networks_warn(tmp_path, fake_env_factory, capsys):
 @pytest.fixture(scope="module")
 def our_run(tmp_path_factory):
     """A tiny run of ours (fake env, tiny learner) with a final checkpoint."""
-    from runner_fakes import FakeEnv
-    from runner_helpers import tiny_config
-
     from flashsac_bench.hydra_app import train
+    from tests.fakes.fake_env import FakeEnv
+    from tests.fakes.runs import tiny_config
 
     run_dir = tmp_path_factory.mktemp("ours") / "run"
 

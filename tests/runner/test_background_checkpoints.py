@@ -12,8 +12,6 @@ import time
 import numpy as np
 import pytest
 import torch
-from runner_fakes import FakeEnv
-from runner_helpers import read_summary, timing_free, tiny_config
 
 from flashsac_bench.hydra_app import train
 from flashsac_bench.runner import checkpoint as ckpt_mod
@@ -22,6 +20,8 @@ from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint
 from flashsac_bench.runner.checkpoint_writer import THREAD_NAME, CheckpointWriter
 from flashsac_bench.runner.collector import CollectorError
 from flashsac_bench.runner.writes import DiskFullError
+from tests.fakes.fake_env import FakeEnv
+from tests.fakes.runs import read_summary, timing_free, tiny_config
 
 EVERY, ITERATIONS = 3, 9  # checkpoints at 3 and 6 (periodic), 9 (final, always inline)
 

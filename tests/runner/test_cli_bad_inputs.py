@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from runner_helpers import REPO, cli_overrides, fake_env_environ, run_cli
+
+from tests.fakes.runs import REPO, cli_overrides, fake_env_environ, run_cli
 
 # Where a case's files live; "{tmp}" / "{ckpt}" in args are replaced per test.
 TINY = cli_overrides(8, 10)
@@ -67,9 +68,9 @@ CASES = [
     Case("env_factory_module", [], ["FLASHSAC_BENCH_ENV_FACTORY", "no_such_module"],
          env={"FLASHSAC_BENCH_ENV_FACTORY": "no_such_module:make_env"}),
     Case("env_factory_attr", [], ["FLASHSAC_BENCH_ENV_FACTORY", "no attribute 'nope'"],
-         env={"FLASHSAC_BENCH_ENV_FACTORY": "runner_fakes:nope"}),
+         env={"FLASHSAC_BENCH_ENV_FACTORY": "tests.fakes.fake_env:nope"}),
     Case("env_factory_syntax", [], ["FLASHSAC_BENCH_ENV_FACTORY", "module:callable"],
-         env={"FLASHSAC_BENCH_ENV_FACTORY": "runner_fakes"}),
+         env={"FLASHSAC_BENCH_ENV_FACTORY": "tests.fakes.fake_env"}),
     Case("env_factory_signature", [],
          ["FLASHSAC_BENCH_ENV_FACTORY='os:getcwd'", "factory(task, backend, num_envs, seed)"],
          env={"FLASHSAC_BENCH_ENV_FACTORY": "os:getcwd"}),

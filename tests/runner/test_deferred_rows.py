@@ -3,13 +3,12 @@ and every row is complete when it is built."""
 
 from __future__ import annotations
 
-from runner_fakes import FakeEnv
-from runner_helpers import read_summary, tiny_config
-
 from flashsac_bench.hydra_app import train
 from flashsac_bench.learner.state import METRICS
 from flashsac_bench.runner.collector import Collector
 from flashsac_bench.runner.records import Records
+from tests.fakes.fake_env import FakeEnv
+from tests.fakes.runs import read_summary, tiny_config
 
 ITERATIONS = 10
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from runner_helpers import cli_overrides, fake_env_environ, read_summary, run_cli
 
 from flashsac_bench.analysis.compare import comparison_frame
 from flashsac_bench.analysis.parity_runs import load_run
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.liveness import run_state
 from flashsac_bench.runner.resume import ResumeError, find_checkpoint, plan_resume
+from tests.fakes.runs import cli_overrides, fake_env_environ, read_summary, run_cli
 
 
 def _printed_command(text: str, marker: str) -> list[str]:
@@ -116,7 +116,7 @@ def test_a_sigkilled_run_is_stale_for_every_reader(tmp_path):
 
 
 def _resume_config(run: Path, iterations: int):
-    from runner_helpers import tiny_config
+    from tests.fakes.runs import tiny_config
 
     return tiny_config(resume=str(run), iterations=iterations)
 

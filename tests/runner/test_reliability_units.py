@@ -15,8 +15,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
-from runner_fakes import FakeEnv
-from runner_helpers import read_summary, tiny_config
 
 from flashsac_bench import cli_errors
 from flashsac_bench.config import Config
@@ -40,6 +38,8 @@ from flashsac_bench.runner.resume import (
     find_checkpoint,
 )
 from flashsac_bench.runner.writes import DiskFullError
+from tests.fakes.fake_env import FakeEnv
+from tests.fakes.runs import read_summary, tiny_config
 
 
 def _factory(task, backend, num_envs, seed, array_factory=None):
@@ -79,10 +79,10 @@ def test_every_other_differing_key_is_named_in_one_message():
 
 def test_a_key_the_checkpoint_predates_counts_as_its_default():
     saved = asdict(tiny_config())
-    del saved["run"]["overlap_store"]  # a checkpoint from before the key existed
+    del saved["run"]["capture_device_steps"]  # a checkpoint from before the key existed
     assert config_differences(saved, tiny_config()) == []
-    assert config_differences(saved, tiny_config(overlap_store=True)) == [
-        "run.overlap_store (checkpoint False, now True)"
+    assert config_differences(saved, tiny_config(capture_device_steps=False)) == [
+        "run.capture_device_steps (checkpoint True, now False)"
     ]
 
 

@@ -12,11 +12,11 @@ import subprocess
 import sys
 
 import pytest
-from runner_fakes import make_env
-from runner_helpers import read_summary, tiny_config
 
 from flashsac_bench.hydra_app import train
 from flashsac_bench.runner.resume import RunDirInUseError, earlier_outputs
+from tests.fakes.fake_env import make_env
+from tests.fakes.runs import read_summary, tiny_config
 
 
 def _events(run_dir):

@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 import pytest
-from runner_helpers import cli_overrides, fake_env_environ, read_summary, run_cli
+
+from tests.fakes.runs import cli_overrides, fake_env_environ, read_summary, run_cli
 
 TOP_KEYS = {
     "format",

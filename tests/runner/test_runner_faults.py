@@ -9,14 +9,14 @@ import threading
 import time
 
 import pytest
-from runner_fakes import FakeEnv
-from runner_helpers import cli_overrides, fake_env_environ, read_summary, run_cli, tiny_config
 
 from flashsac_bench.hydra_app import train
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, CollectorError
 from flashsac_bench.runner.device_steps import DeviceSteps
+from tests.fakes.fake_env import FakeEnv
+from tests.fakes.runs import cli_overrides, fake_env_environ, read_summary, run_cli, tiny_config
 
 
 def _factory(**env_kw):

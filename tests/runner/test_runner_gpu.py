@@ -4,14 +4,9 @@ resume equivalence. Skipped without CUDA (see tests/conftest.py)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
-from runner_fakes import FakeEnv
-from runner_helpers import read_summary, tiny_config
 
 from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.hydra_app import train
@@ -19,6 +14,8 @@ from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_pat
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.loop import Runner
+from tests.fakes.fake_env import FakeEnv
+from tests.fakes.runs import read_summary, tiny_config
 
 pytestmark = pytest.mark.gpu
 
@@ -114,50 +111,22 @@ def test_captured_act_and_store_equal_the_eager_steps_bit_for_bit():
 
 
 def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
-    """Eager steps storing at once vs captured steps storing the previous tick while the envs
-    step (async copies from double-buffered pinned slabs): the same training, bit for bit."""
-
-    def check(s: dict, capture: bool) -> None:
-        assert s["training_config"]["device_steps"] == ("cuda_graphs" if capture else "eager")
-
-    _assert_same_training(
-        tmp_path, 14, lambda on: {"capture_device_steps": on, "overlap_store": on}, check
-    )
-
-
-def _assert_same_training(
-    tmp_path: Path,
-    iterations: int,
-    overrides: Callable[[bool], dict[str, Any]],
-    check: Callable[[dict, bool], None],
-) -> None:
-    """Two cudagraph runs, without and with `overrides(on)`, each summary passing `check`:
-    their final checkpoints hold the same learner state and replay ring, bit for bit."""
+    """Eager act / store steps vs captured ones (async copies from the pinned slab): the same
+    training, bit for bit (final learner state and replay ring)."""
     final = {}
-    for on in (False, True):
+    for capture in (False, True):
         cfg = tiny_config(
-            num_envs=16, iterations=iterations, path="cudagraph", hardware=CUDA, **overrides(on)
+            num_envs=16,
+            iterations=14,
+            path="cudagraph",
+            hardware=CUDA,
+            capture_device_steps=capture,
         )
-        train(cfg, run_dir=tmp_path / str(on), env_factory=_factory)
-        check(read_summary(tmp_path / str(on)), on)
-        final[on] = load_checkpoint(resolve_resume_path(tmp_path / str(on)))
+        train(cfg, run_dir=tmp_path / str(capture), env_factory=_factory)
+        s = read_summary(tmp_path / str(capture))
+        assert s["training_config"]["device_steps"] == ("cuda_graphs" if capture else "eager")
+        final[capture] = load_checkpoint(resolve_resume_path(tmp_path / str(capture)))
     a, b = final[False], final[True]
     ta, tb = a["learner"]["tensors"], b["learner"]["tensors"]
     assert [k for k in ta if not torch.equal(ta[k], tb[k])] == []
     assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
-
-
-def test_prefill_on_cuda_computes_the_same_training(tmp_path):
-    """run.prefill_during_cold_start: random actions drawn by the RNG's host twin, ticks stored
-    through the captured store graph after the capture, the device counter advanced past the
-    twin's draws: the same training as stepping those iterations in the loop, bit for bit."""
-    learner = build_learner(
-        Setup(batch_size=64, updates_per_step=2, num_envs=32, tiny=True, device="cuda"), "eager"
-    )
-    twin = learner.state.rng.host_twin()
-    assert torch.equal(learner.act_random(32, rng=twin), learner.act_random(32).cpu())
-
-    def check(s: dict, prefill: bool) -> None:
-        assert s["training_config"]["prefill_iterations"] == (4 if prefill else 0)
-
-    _assert_same_training(tmp_path, 10, lambda on: {"prefill_during_cold_start": on}, check)

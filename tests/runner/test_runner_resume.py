@@ -8,8 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from runner_fakes import FakeEnv
-from runner_helpers import read_summary, tiny_config
 
 from flashsac_bench.hydra_app import train
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
@@ -19,6 +17,8 @@ from flashsac_bench.runner.checkpoint import (
     resolve_resume_path,
 )
 from flashsac_bench.runner.resume import ResumeError
+from tests.fakes.fake_env import FakeEnv
+from tests.fakes.runs import read_summary, tiny_config
 
 N = 7  # learning starts at iteration 4 (max(4 x 8 envs, batch 32) rows), so N-1 updated
 
@@ -60,13 +60,11 @@ def _env_state_equal(a, b) -> bool:
 @pytest.fixture(scope="module")
 def fake_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("resume")
-    a = _run(tmp / "a", iterations=N + 1)  # uninterrupted, storing at once (the default)
+    a = _run(tmp / "a", iterations=N + 1)  # uninterrupted
     # b checkpoints every N iterations and keeps going; c resumes from b's iteration-N file.
-    # Both overlap the store (its pending tick must be flushed before a checkpoint), so their
-    # agreement with `a` also covers that option.
-    b = _run(tmp / "b", iterations=N + 3, checkpoint_every=N, overlap_store=True)
+    b = _run(tmp / "b", iterations=N + 3, checkpoint_every=N)
     ckpt_n = checkpoint_path(tmp / "b", N)
-    c = _run(tmp / "c", iterations=N + 1, resume=str(ckpt_n), overlap_store=True)
+    c = _run(tmp / "c", iterations=N + 1, resume=str(ckpt_n))
     return tmp, a, b, c, ckpt_n
 
 
@@ -140,7 +138,6 @@ def test_resume_refuses_an_incompatible_run_before_building_an_env(fake_runs):
             num_envs=16,
             iterations=N + 1,
             resume=str(ckpt_n),
-            overlap_store=True,
         )
     assert built == []
     assert not (tmp / "d").exists()  # refused before the run dir was made
@@ -185,21 +182,3 @@ def test_resume_with_the_real_g1_env(tmp_path, monkeypatch, first, then):
     assert _env_state_equal(final_a["env"], final_c["env"])
     assert c["rows_all"][n]["critic_loss"] == a["rows_all"][n]["critic_loss"]
     assert a["training_config"]["obs_dim"] == 98 and a["training_config"]["action_dim"] == 29
-
-
-def test_overlapped_store_computes_the_same_run(fake_runs, tmp_path):
-    """run.overlap_store moves tick k's store into iteration k+1 (while the envs step, before
-    that iteration's update): every update must still see the same ring and reward statistics."""
-    tmp, serial, *_ = fake_runs  # a: overlap_store=false (the default), N+1 iterations
-    assert serial["training_config"]["overlap_store"] is False
-    a = _run(tmp_path / "overlap", iterations=N + 1, overlap_store=True)
-    assert a["training_config"]["overlap_store"] is True
-    _assert_same_state(
-        load_checkpoint(resolve_resume_path(tmp / "a")),
-        load_checkpoint(resolve_resume_path(tmp_path / "overlap")),
-    )
-    keys = ("critic_loss", "actor_loss", "q_mean", "reward_scale", "reward_mean")
-    assert [{k: r[k] for k in keys} for r in serial["rows_all"]] == [
-        {k: r[k] for k in keys} for r in a["rows_all"]
-    ]
-    assert serial["rows_all"][-1]["critic_loss"] is not None  # the comparison covers updates

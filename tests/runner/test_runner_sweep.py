@@ -8,10 +8,10 @@ import sys
 
 import pandas as pd
 import pytest
-from runner_helpers import REPO, cli_overrides, read_summary, run_cli
 
 from flashsac_bench.analysis.compare import comparison_frame, find_run_dirs, write_comparison
 from flashsac_bench.runner.summary import write_json
+from tests.fakes.runs import REPO, cli_overrides, read_summary, run_cli
 
 
 def _fake_summary(path: str, upd: int, learner: float, iter_ms: float, **tc) -> dict:

@@ -8,13 +8,13 @@ import math
 
 import numpy as np
 import pytest
-from runner_fakes import FakeEnv
 
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.runner.collector import Staging, pack_tick
 from flashsac_bench.runner.progress import Progress, status_text
 from flashsac_bench.runner.summary import select_rows, write_json
 from flashsac_bench.runner.timing import overlap_efficiency, summarize
+from tests.fakes.fake_env import FakeEnv
 
 
 def test_summarize_known_values():
@@ -122,28 +122,9 @@ def test_write_json_is_strict_and_atomic(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temp file left
 
 
-def test_the_fake_envs_and_the_g1_env_conform_to_the_env_contract(tmp_path):
-    from shard_fakes import FakeShardedEnv
-
-    from flashsac_bench.config.backend import BackendConfig
-    from flashsac_bench.config.task import TaskConfig
-    from flashsac_bench.envs import TaskEnv, VecEnv, make_env
-
-    assert isinstance(FakeEnv(2, 0), VecEnv)
-    sharded = FakeShardedEnv(2, 0, workers=1)
-    try:
-        assert isinstance(sharded, VecEnv)
-    finally:
-        sharded.close()
-    with make_env(TaskConfig(), BackendConfig(mode="threads"), 1, 0) as g1:
-        assert isinstance(g1, VecEnv) and isinstance(g1, TaskEnv)
-    assert not isinstance(object(), VecEnv)
-
-
 def test_a_factory_that_returns_no_vec_env_fails_clearly(tmp_path):
-    from runner_helpers import tiny_config
-
     from flashsac_bench.hydra_app import train
+    from tests.fakes.runs import tiny_config
 
     with pytest.raises(TypeError, match="returned dict, not a VecEnv"):
         train(tiny_config(), run_dir=tmp_path, env_factory=lambda *a: {})

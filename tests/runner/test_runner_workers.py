@@ -12,15 +12,13 @@ import sys
 import time
 
 import pytest
-from runner_helpers import REPO, cli_overrides, read_summary, tiny_config
-from shard_fakes import FakeShardedEnv, Faults
-from test_shards import SHM_DIR, _wait_gone
 
 from flashsac_bench.hydra_app import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import CollectorError
-
-ENVS_TESTS = REPO / "tests" / "envs"
+from tests.fakes.processes import SHM_DIR, wait_gone
+from tests.fakes.runs import cli_overrides, read_summary, tiny_config, with_repo_on_path
+from tests.fakes.sharded_env import FakeShardedEnv, Faults
 
 pytestmark = pytest.mark.skipif(not SHM_DIR.is_dir(), reason="needs POSIX shared memory")
 
@@ -54,17 +52,16 @@ def test_a_faulty_worker_fails_the_run_clearly_and_leaves_nothing(tmp_path, faul
     assert "env worker 1 (envs 4-7" in s["incomplete_reason"]
     assert len(s["rows_all"]) == 7 and s["rows"]
     (env,) = envs
-    _wait_gone(env.shards.pids, env.shards.shm_name, timeout=10.0)
+    wait_gone(env.shards.pids, env.shards.shm_name, timeout=10.0)
 
 
 def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
     """Ctrl-C reaches the whole process group: the workers ignore it, the runner stops after
     the iteration, checkpoints, and then ends the workers and frees the shared memory."""
     run_dir, marker = tmp_path / "run", tmp_path / "workers.json"
-    environ = dict(os.environ)
+    environ = with_repo_on_path(dict(os.environ))
     environ.update(
-        PYTHONPATH=os.pathsep.join([str(ENVS_TESTS), environ.get("PYTHONPATH", "")]),
-        FLASHSAC_BENCH_ENV_FACTORY="shard_fakes:make_env",
+        FLASHSAC_BENCH_ENV_FACTORY="tests.fakes.sharded_env:make_env",
         FAKE_SHARD_MARKER=str(marker),
         OMP_NUM_THREADS="1",
     )
@@ -99,5 +96,5 @@ def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
     # each tick's wait for its slowest worker, on the workers' clocks
     assert all(r["straggler_ms"] >= 0 for r in s["rows_all"])
     assert load_checkpoint(resolve_resume_path(run_dir))["iteration"] == s["iterations_done"] > 0
-    _wait_gone(workers["pids"], workers["shm"], timeout=10.0)
+    wait_gone(workers["pids"], workers["shm"], timeout=10.0)
     assert "Traceback" not in err

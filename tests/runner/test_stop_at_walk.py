@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from runner_fakes import FakeEnv
-from runner_helpers import read_summary, tiny_config
 
 from flashsac_bench.config import run as run_config
 from flashsac_bench.hydra_app import train
+from tests.fakes.fake_env import FakeEnv
+from tests.fakes.runs import read_summary, tiny_config
 
 
 class _LearnsToTrack(FakeEnv):

@@ -1,0 +1,68 @@
+"""When a run ends before run.iterations: the loop asks `Stopping.due` before each iteration.
+
+A signal (Ctrl-C, SIGTERM) ends it interrupted (runner.lifecycle.Signals). Two rules end it
+complete, with the rule as its `stopped_by`:
+- run.time_limit_s: the seconds since the runner started (setup included) have run out;
+- run.stop_at_walk: a logged window met the walking thresholds, judged as the learning analysis
+  judges them (the window's last row's mean episode length, and its mean
+  Reward/tracking_lin_vel as a fraction of its maximum, weight * ctrl_dt).
+A window is judged when it is logged (during the next iteration, while the envs step), so the
+run ends before the iteration after that.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from flashsac_bench.config import run as run_config
+from flashsac_bench.config.root import Config
+from flashsac_bench.runner.lifecycle import Signals
+from flashsac_bench.runner.records import Window
+
+log = logging.getLogger("flashsac_bench.runner")
+
+
+class Stopping:
+    """Asked by the loop before each iteration (`due`); told of each logged window (`saw`)."""
+
+    def __init__(self, config: Config, run_t0: float, signals: Signals) -> None:
+        self.time_limit_s = config.run.time_limit_s
+        self.stop_at_walk = config.run.stop_at_walk
+        self.tracking_top = config.task.rewards.tracking_lin_vel * config.task.ctrl_dt
+        self.run_t0 = run_t0
+        self.signals = signals
+        self.reason: str | None = None  # the rule that ended the run
+        self._walked: str | None = None
+
+    def due(self, done_iterations: int) -> bool:
+        """Whether the loop ends before its next iteration: after a signal (the run is then
+        interrupted), or by a rule (complete; `reason` names it)."""
+        if self.signals.requested:
+            return True
+        self.reason = self._walked or self._time_is_up(done_iterations)
+        return self.reason is not None
+
+    def saw(self, window: Window | None) -> None:
+        """Judge a logged window for run.stop_at_walk (None: no window was logged)."""
+        if window is None or not self.stop_at_walk or self._walked or not self.tracking_top:
+            return
+        length = window.last_row["episode_length_mean"]
+        tracking = window.means.get("Reward/tracking_lin_vel")
+        if length is None or tracking is None:
+            return
+        if (
+            length >= run_config.WALK_EPISODE_LENGTH
+            and tracking / self.tracking_top >= run_config.WALK_TRACKING_FRAC
+        ):
+            k = window.last_row["iteration"]
+            self._walked = f"run.stop_at_walk: walking thresholds met at iteration {k}"
+            log.info("%s: stopping", self._walked)
+
+    def _time_is_up(self, done_iterations: int) -> str | None:
+        limit = self.time_limit_s
+        if limit is None or time.perf_counter() - self.run_t0 < limit:
+            return None
+        reason = f"run.time_limit_s={limit:g} reached after {done_iterations} iterations"
+        log.info("%s: stopping", reason)
+        return reason
