@@ -7,6 +7,8 @@
 #
 #   bash scripts/check_floors.sh [WORK_DIR]          # default WORK_DIR: /tmp/flashsac_floors
 #
+# The code is the commit REF (default HEAD) of this checkout, the floors are those of this
+# checkout's pyproject.toml (the same file unless pyproject.toml has uncommitted changes).
 # torch is the one dependency not pinned to its floor here: it is installed first as TORCH_SPEC
 # (default torch==2.13.0; a CPU-only machine wants TORCH_INDEX=https://download.pytorch.org/whl/cpu).
 # Its floor is checked where that build is installed (docs/results.md, "Dependency floors").
@@ -17,15 +19,16 @@ work=${1:-/tmp/flashsac_floors}
 torch_spec=${TORCH_SPEC:-torch==2.13.0}
 rm -rf "$work"
 mkdir -p "$work/src"
-# The committed tree, not the working one: the check belongs to one commit.
-git -C "$checkout" archive HEAD | tar -x -C "$work/src"
+ref=$(git -C "$checkout" rev-parse --short "${REF:-HEAD}")
+# A committed tree, not the working one: the check belongs to one commit.
+git -C "$checkout" archive "$ref" | tar -x -C "$work/src"
 repo=$work/src
 python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
 step() { printf '\n== %s\n' "$*"; }
 
 # The floors: every ">=X" in [project] dependencies and the dev / onnx extras, torch excepted.
-"$py" - "$repo/pyproject.toml" >"$work/floors.txt" <<'EOF'
+"$py" - "$checkout/pyproject.toml" >"$work/floors.txt" <<'EOF'
 import re, sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 reqs = project["dependencies"] + [r for extra in ("dev", "onnx") for r in project["optional-dependencies"][extra]]
@@ -34,7 +37,7 @@ for req in reqs:
     if name != "torch":
         print(f"{name}=={floor}")
 EOF
-step "commit $(git -C "$checkout" rev-parse --short HEAD), $(date -u +%F), python $("$py" -V | cut -d' ' -f2); the floors:"
+step "code at $ref, $(date -u +%F), python $("$py" -V | cut -d' ' -f2); the floors:"
 cat "$work/floors.txt"
 
 step "install: $torch_spec, then the package with its floors and extras"
