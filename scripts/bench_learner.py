@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         "--path-variants",
         default="",
         help="';'-separated PathConfig option sets timed side by side, e.g. "
-        "'base;compile_rng=true' ('base' or '' = defaults)",
+        "'base;inductor_options.max_autotune=true' ('base' or '' = defaults)",
     )
     ap.add_argument("--tiny", action="store_true", help="small networks (CPU smoke test)")
     ap.add_argument("--output", type=Path, default=None)

@@ -26,7 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=None)
     ap.add_argument("--host-top", type=int, default=0, help="also cProfile the host: top N")
     ap.add_argument(
-        "--path-options", default="", help="PathConfig fields for every path, e.g. compile_rng=true"
+        "--path-options",
+        default="",
+        help="PathConfig fields for every path, e.g. inductor_options.max_autotune=true",
     )
     ap.add_argument(
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"

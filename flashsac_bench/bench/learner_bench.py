@@ -65,8 +65,8 @@ def time_calls(
     return out
 
 
-def time_ours(setup: Setup, path: str, cycles: int, warmup: int, compile_mode: str = "default"):
-    learner = build_learner(setup, path, compile_mode)
+def time_ours(setup: Setup, path: str, cycles: int, warmup: int):
+    learner = build_learner(setup, path)
     t0 = time.perf_counter()
     learner.warmup()
     _sync(learner.device)
@@ -79,8 +79,8 @@ def unilab_batches(learner: FlashSACLearner, count: int) -> list[dict[str, torch
     """Large batches for upstream, gathered from OUR ring with our sampler: same data."""
     out = []
     for _ in range(count):
-        learner.cycle(lambda *a: None, lambda *a: None)  # samples into learner.buffers.batch
-        cols = learner.statics.rows.split(learner.buffers.batch)
+        batch, _, _ = learner.sample()
+        cols = learner.statics.rows.split(batch)
         out.append(
             {
                 "obs": cols["obs"].contiguous(),

@@ -117,8 +117,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                 for path in args.paths.split(","):
                     key = (align, path, _label(_relevant(path, options)))
                     if key in timed or out_of_time(f"{path} B={b} u{u} {options}"):
-                        continue  # a repeat (compile-only options on another path) or too late
-                    timed.add(key)
+                        continue  # a repeat (options that do not change this path) or too late
                     cycles = args.eager_cycles if path == "eager" else args.cycles
                     last = None  # one learner (and its compiled graphs) alive at a time
                     try:
@@ -128,6 +127,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                         failures.append(f"{what}: {type(err).__name__}: {_first_line(err)}")
                         print(f"     ours {what} FAILED: {failures[-1]}", flush=True)
                         continue
+                    timed.add(key)
                     record("ours", path, setup, timing)
                 # The reference right after the first variant, whatever the deadline says: the
                 # ratios need it, and --deadline-s cuts our later variants instead.
@@ -193,14 +193,11 @@ def _first_line(err: BaseException) -> str:
 
 
 def _label(options) -> str:
-    """'compile_rng=True,...' for a set of PathConfig options, 'base' for the defaults."""
+    """'inductor_options={...}' for a set of PathConfig options, 'base' for the defaults."""
     return ",".join(f"{k}={v}" for k, v in dict(options or {}).items()) or "base"
 
 
-# Options that only change the compile path: their cudagraph / eager rows would repeat base.
-_COMPILE_ONLY = {"inductor_cudagraphs"}
-
-
 def _relevant(path: str, options) -> tuple:
-    """The options that change what `path` runs (rows with equal ones would repeat)."""
-    return tuple((k, v) for k, v in options if path == "compile" or k not in _COMPILE_ONLY)
+    """The options that change what `path` runs (rows with equal ones would repeat): the eager
+    path compiles nothing and captures nothing, so no PathConfig option changes it."""
+    return () if path == "eager" else tuple(options)

@@ -133,12 +133,11 @@ def compare_paths(
     paths: list[str],
     iterations: int,
     precision: str = "highest",
-    compile_mode: str = "default",
     free_iterations: int = 10,
     burn_in: int = 10,
 ) -> dict:
     torch.set_float32_matmul_precision(precision)
-    learners: dict[str, FlashSACLearner] = {p: build_learner(setup, p, compile_mode) for p in paths}
+    learners: dict[str, FlashSACLearner] = {p: build_learner(setup, p) for p in paths}
     ref = learners[paths[0]]
     oracle = (
         build_learner(replace(setup, dtype="float32"), "eager")
@@ -165,7 +164,7 @@ def compare_paths(
             after[p] = learner.state.snapshot()
             metrics[p] = learner.read_metrics()
             finite &= all(math.isfinite(v) for v in metrics[p].values())
-            batches_equal &= torch.equal(learner.buffers.batch, ref.buffers.batch)
+            batches_equal &= torch.equal(learner.batch, ref.batch)
             counters_equal &= all(torch.equal(after[p][k], after[paths[0]][k]) for k in COUNTERS)
         if oracle is not None:
             oracle.state.restore(before)

@@ -25,8 +25,8 @@ from flashsac_bench.learner.state import METRIC_INDEX
 def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:
     learner = build_learner(setup, "cudagraph")
     learner.warmup()
-    executor = learner.executor
-    if getattr(executor, "graph", None) is None:
+    path = learner.path
+    if getattr(path, "graph", None) is None:
         return {"ok": False, "checks": [{"check": "graph captured", "ok": False}]}
     dev = learner.device
     torch.cuda.synchronize(dev)
@@ -91,7 +91,7 @@ def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:
             "check": "async slots equal synchronous reads",
             "ok": all(slots[k].tolist() == v for k, v in spot.items()),
         },
-        {"check": "graph captured once", "ok": executor.captures == 1},
+        {"check": "graph captured once", "ok": path.captures == 1},
     ]
     return {
         "setup": {k: v for k, v in setup.__dict__.items() if k != "dims"},

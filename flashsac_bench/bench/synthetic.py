@@ -32,7 +32,7 @@ class Setup:
     device: str = "cpu"
     seed: int = 1
     gemm_align: int = 0  # 0: the hardware default (8 on CUDA, 1 on the CPU)
-    # Extra PathConfig fields for every path, e.g. (("compile_rng", True),).
+    # Extra PathConfig fields for every path, e.g. (("inductor_options", {...}),).
     path_options: tuple[tuple[str, object], ...] = ()
 
     @property
@@ -48,7 +48,6 @@ class Setup:
 def build_learner(
     setup: Setup,
     path: str,
-    compile_mode: str = "default",
     inductor_options: dict | None = None,
 ) -> FlashSACLearner:
     cfg = LearnerConfig(**TINY) if setup.tiny else LearnerConfig()
@@ -68,7 +67,6 @@ def build_learner(
         dtype=setup.dtype,
         path=PathConfig(
             name=path,
-            compile_mode=compile_mode,
             inductor_options=inductor,
             **options,
         ),
@@ -88,7 +86,9 @@ def add_setup_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--num-envs", type=int, default=256)
     ap.add_argument("--tiny", action="store_true", help="small networks (fast CPU compile)")
     ap.add_argument(
-        "--path-options", default="", help="PathConfig fields for every path, e.g. compile_rng=true"
+        "--path-options",
+        default="",
+        help="PathConfig fields for every path, e.g. inductor_options.max_autotune=true",
     )
     ap.add_argument(
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
@@ -109,7 +109,7 @@ def setup_from_args(args: argparse.Namespace, updates_per_step: int) -> Setup:
 
 
 def parse_options(text: str) -> tuple[tuple[str, object], ...]:
-    """'compile_rng=true,projection_gather=false' -> (("compile_rng", True), ...); values JSON.
+    """'fallback_to_compile=false' -> (("fallback_to_compile", False),); values JSON.
 
     `inductor_options.KEY=VALUE` items (KEY may hold dots: `triton.max_tiles`) gather into one
     ("inductor_options", {KEY: VALUE, ...}) pair, so one variant can set several of them.

@@ -16,8 +16,6 @@ class UpdateConfig:
     policy_frequency: int = 2
     # Polyak target update on every `target_frequency`-th critic update.
     target_frequency: int = 1
-    # UniLab's default order is critic first, then actor.
-    policy_before_critic: bool = False
 
     def __post_init__(self) -> None:
         for key in ("updates_per_step", "policy_frequency", "target_frequency"):

@@ -123,7 +123,7 @@ def state_dict_names(fields: list[Field], actor: bool) -> list[str]:
 def _split(fields: list[Field], layout: Layout) -> list[Field]:
     """The fields of `layout`'s entries (params or buffers); every entry must have one."""
     mine = [f for f in fields if f.ours in layout.entries]
-    uncovered = set(layout.entries_without_gaps()) - {f.ours for f in mine}
+    uncovered = set(layout.entries) - {f.ours for f in mine}
     if uncovered:
         raise ConversionError(f"no UniLab counterpart for {sorted(uncovered)}")
     return mine

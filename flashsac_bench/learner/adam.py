@@ -36,11 +36,8 @@ class AdamState:
 def adam_hyper(
     lr: torch.Tensor, step: torch.Tensor, cfg: AdamConfig
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(step_size = lr / bias_correction1, sqrt(bias_correction2), next step) of one step.
-
-    The 0-d part of a step, split off so that an elementwise kernel that does the rest (the
-    fused optimizer tail, learner.optimizer_tail) reads exactly the scalars this code uses.
-    """
+    """(step_size = lr / bias_correction1, sqrt(bias_correction2), next step) of one step:
+    its 0-d part, computed once per step instead of once per element."""
     step = step + 1.0
     bias_correction1 = 1.0 - torch.pow(cfg.beta1, step)
     bias_correction2 = 1.0 - torch.pow(cfg.beta2, step)

@@ -19,7 +19,6 @@ BN_AFFINE = "bn_affine"  # BatchNorm (gamma, beta) jointly to norm sqrt(d), per 
 RMS = "rms"  # RMSNorm gamma to norm sqrt(d), per ensemble member
 FREE = "free"  # not projected (head biases, log temperature)
 KINDS = (ROWS, BN_AFFINE, RMS, FREE)
-GAP_PREFIX = "_gap"  # alignment gaps of Layout.grouped(align): zeros, not a network's parameter
 
 Init = Callable[[torch.Tensor, torch.Generator], None]
 
@@ -69,29 +68,16 @@ class Layout:
         self.entries[name] = Entry(name, tuple(shape), self.numel, kind, init)
         self.numel += math.prod(shape)
 
-    def grouped(self, align: int = 1) -> Layout:
+    def grouped(self) -> Layout:
         """The same entries re-packed so that projection segments of equal length are adjacent.
 
         Then the projection of a whole network is one [rows, length] reduction per distinct
-        segment length (a handful) instead of one per layer. align > 1 starts every group at a
-        multiple of `align` elements (path.aligned_layout): a group whose total length is not
-        one (the G1 actor's embed BN pair, 196 elements) would otherwise shift every later
-        weight off the 16-byte boundary cuBLAS's fast kernels need. The gaps are FREE entries
-        named `_gap<k>`, zero and never initialized: their gradient is zero, so Adam, the
-        finite gate and Polyak leave them zero and every named entry gets the same numbers.
+        segment length (a handful) instead of one per layer.
         """
         out = Layout()
-        previous: tuple[bool, int] | None = None
         for e in sorted(self.entries.values(), key=_group):
-            if align > 1 and _group(e) != previous and out.numel % align:
-                out.add(f"{GAP_PREFIX}{out.numel}", (align - out.numel % align,), FREE)
-            previous = _group(e)
             out.add(e.name, e.shape, e.kind, e.init)
         return out
-
-    def entries_without_gaps(self) -> dict[str, Entry]:
-        """The entries a network has (what `grouped(align)` adds as gaps left out)."""
-        return {n: e for n, e in self.entries.items() if not n.startswith(GAP_PREFIX)}
 
     def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
         return {

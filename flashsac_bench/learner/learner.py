@@ -1,4 +1,11 @@
-"""FlashSACLearner: builds the networks' flat state and runs update cycles on one path."""
+"""FlashSACLearner: the state, the schedule of a cycle's updates, and the cycle itself.
+
+One iteration's cycle (`cycle`) draws every batch and every noise tensor up front from the
+counter RNG, then runs the planned critic and actor + temperature updates in order
+(`plan_cycle`). The update math is learner.update; how the cycle is executed (eager, compiled,
+captured) is learner.paths. One critic update, read top to bottom: `update()` -> the path runs
+`cycle()` -> `steps.critic` -> `update.critic_update` -> `update.write`.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,9 @@ import torch
 from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.update import UpdateConfig
+from flashsac_bench.learner import paths
 from flashsac_bench.learner.adam import AdamConfig, AdamState
-from flashsac_bench.learner.cycle import CycleBuffers, plan_cycle, run_cycle
 from flashsac_bench.learner.distributional import target_entropy
-from flashsac_bench.learner.executors import CycleParts, make_executor
 from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
 from flashsac_bench.learner.networks import (
     NormConfig,
@@ -22,7 +28,6 @@ from flashsac_bench.learner.networks import (
     critic_layouts,
     temperature_layout,
 )
-from flashsac_bench.learner.optimizer_tail import OptimizerTail
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import ReplayRing, RowLayout, host_copy
 from flashsac_bench.learner.reward_normalizer import RewardNormalizer
@@ -36,27 +41,35 @@ from flashsac_bench.learner.state import (
     SCALAR_INDEX,
     LearnerState,
 )
-from flashsac_bench.learner.updates import (
-    Step,
-    UpdateStatics,
-    actor_targets,
-    actor_update,
-    commit,
-    critic_targets,
-    critic_update,
-)
+from flashsac_bench.learner.update import UpdateStatics
 
 STATE_FORMAT = 1
-# The state's flat vectors laid out by a network's parameter layout (re-laid by _relayout).
-_PARAM_VECTORS = {
-    "actor.params": "actor",
-    "actor.adam.exp_avg": "actor",
-    "actor.adam.exp_avg_sq": "actor",
-    "critic.params": "critic",
-    "critic.adam.exp_avg": "critic",
-    "critic.adam.exp_avg_sq": "critic",
-    "target.params": "critic",
-}
+# The counter RNG's streams of a cycle's draws (the acting streams: learner.exploration).
+STREAM_INDEX, STREAM_NEXT_NOISE, STREAM_ACTOR_NOISE = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Op:
+    """One update of a cycle: a critic update on batch `update`, or an actor + temperature
+    update on that batch with actor-noise slice `actor_index`."""
+
+    kind: str  # "critic" | "actor"
+    update: int  # critic update index within the cycle (its batch slice)
+    actor_index: int = -1
+    update_target: bool = False  # critic: Polyak after this update
+
+
+def plan_cycle(update: UpdateConfig) -> tuple[Op, ...]:
+    """UniLab's order: critic u, then actor + temperature when u % policy_frequency == 0;
+    Polyak when u % target_frequency == 0."""
+    ops: list[Op] = []
+    actor_index = 0
+    for u in range(update.updates_per_step):
+        ops.append(Op("critic", u, update_target=u % update.target_frequency == 0))
+        if u % update.policy_frequency == 0:
+            ops.append(Op("actor", u, actor_index=actor_index))
+            actor_index += 1
+    return tuple(ops)
 
 
 @dataclass(frozen=True)
@@ -97,42 +110,27 @@ class FlashSACLearner:
         self.dtype = dtype
         self.batch_size = batch_size
         self.num_envs = num_envs
-        self.path = path or PathConfig()
-        # path.aligned_layout: every param-layout group starts on the GEMM boundary (exact; a
-        # checkpoint of the other layout is re-laid by name on load)
-        self.layout_align = gemm_align if self.path.aligned_layout else 1
+        self.path_cfg = path or PathConfig()
         self.ops = plan_cycle(update)
         self.n_critic = sum(op.kind == "critic" for op in self.ops)
         self.n_actor = sum(op.kind == "actor" for op in self.ops)
         self.statics, self.state = self._build(seed)
         self.ring = ReplayRing(replay_capacity, self.statics.rows, self.device)
-        self.buffers = CycleBuffers.allocate(
-            update.updates_per_step, batch_size, self.statics.rows.width, self.device
+        # The sampled rows of every update of a cycle, gathered in place (a static input).
+        self.batch = torch.zeros(
+            update.updates_per_step * batch_size,
+            self.statics.rows.width,
+            dtype=torch.float32,
+            device=self.device,
         )
-        self.executor = make_executor(
-            CycleParts(
-                run_cycle=self.cycle,
-                critic_step=self.critic_step,
-                actor_step=self.actor_step,
-                critic_kernel=self.critic_kernel,
-                actor_kernel=self.actor_kernel,
-                critic_commit=self.critic_commit,
-                actor_commit=self.actor_commit,
-                critic_tail=self.critic_tail,
-                actor_tail=self.actor_tail,
-                statics=self.statics,
-                state=self.state,
-                device=self.device,
-                path=self.path,
-            )
+        self.steps, self.path = paths.build(
+            self.path_cfg, self.statics, self.state, self.device, self.cycle
         )
 
     # ------------------------------------------------------------------ construction
     def _build(self, seed: int) -> tuple[UpdateStatics, LearnerState]:
         cfg, dims, dev = self.cfg, self.dims, self.device
-        (actor_spec, actor_p, actor_b), (critic_spec, critic_p, critic_b) = self._layouts(
-            self.layout_align
-        )
+        (actor_spec, actor_p, actor_b), (critic_spec, critic_p, critic_b) = self._layouts()
         temp_layout = temperature_layout(cfg.temp_init)
         # Initialize on the CPU from a seeded generator: identical weights on every device.
         gen = torch.Generator().manual_seed(seed)
@@ -147,7 +145,9 @@ class FlashSACLearner:
             flat = torch.zeros(layout.numel, dtype=torch.float32)
             layout.initialize(flat, gen)
             flats[name] = flat.to(dev)
-        gather = self.path.resolved_projection_gather(dev.type)
+        # On CUDA the projection is one gathered product that Inductor fuses into the gated
+        # writes; elsewhere a concatenation of per-group pieces. Both are bit-identical.
+        gather = dev.type == "cuda"
         actor_proj = Projector(actor_p, dev, gather)
         critic_proj = Projector(critic_p, dev, gather)
         # The official code projects all networks once at init; the target starts as a copy.
@@ -183,17 +183,7 @@ class FlashSACLearner:
             ),
             mm_dtype=_DTYPES[self.dtype],
             gemm_align=self.gemm_align,
-            fused_tail=self.path.fused_optimizer,
-            joint_critic_forward=self.path.joint_critic_forward,
-            shared_input_stats=self.path.shared_input_stats,
         )
-        if self.path.fused_optimizer:
-            # ONE Triton kernel per network on CUDA; the same math as torch ops elsewhere.
-            backend = "triton" if dev.type == "cuda" else "torch"
-            self.tails = {
-                name: OptimizerTail(proj, statics.adam, statics.tau, dev, backend)
-                for name, proj in (("critic", critic_proj), ("actor", actor_proj))
-            }
         rng = CounterRNG(seed, dev)
         scalars = torch.zeros(NUM_SCALARS, dtype=torch.float32, device=dev)
         scalars[SCALAR_INDEX["temperature.log_temp"]] = flats["log_temp"][0]
@@ -230,55 +220,31 @@ class FlashSACLearner:
         return statics, state
 
     # ------------------------------------------------------------------ the update
-    # *_kernel: the compile targets (pure: they return the update's results, see updates.py);
-    # *_commit: writes those results into the state; *_step: what a cycle calls (both).
-    def critic_kernel(self, rows, eps_next, divisor, update_target: bool) -> Step:
-        return critic_update(self.statics, self.state, rows, eps_next, divisor, update_target)
+    def sample(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A cycle's draws, in the order every path makes them: the rows of every update
+        (into self.batch), the next-action noise of every critic update, the noise of every
+        actor update. Returns (batch, eps_next, eps_actor)."""
+        n_updates = self.update_cfg.updates_per_step
+        rng, B, A = self.state.rng, self.batch_size, self.dims.action
+        idx = rng.index(STREAM_INDEX, n_updates * B, self.ring.size)
+        torch.index_select(self.ring.storage, 0, idx, out=self.batch)
+        eps_next = rng.normal(STREAM_NEXT_NOISE, (n_updates, B, A))
+        eps_actor = rng.normal(STREAM_ACTOR_NOISE, (max(self.n_actor, 1), B, A))
+        return self.batch, eps_next, eps_actor
 
-    def actor_kernel(self, rows, eps) -> Step:
-        return actor_update(self.statics, self.state, rows, eps)
-
-    def critic_commit(self, step: Step, update_target: bool, written: bool = False) -> None:
-        """`written`: the writes were already applied (path.functional_steps=false)."""
-        dsts = [] if written else critic_targets(self.statics, self.state, update_target)
-        commit(dsts, self.state.scalars, step, lambda g, h: self.critic_tail(g, h, update_target))
-
-    def actor_commit(self, step: Step, written: bool = False) -> None:
-        dsts = [] if written else actor_targets(self.statics, self.state)
-        commit(dsts, self.state.scalars, step, self.actor_tail)
-
-    # The fused optimizer tail (path.fused_optimizer): Adam + gate + projection + Polyak of one
-    # network in place, from the gradient and `hyper` an update returned.
-    def critic_tail(self, grad: torch.Tensor, hyper: torch.Tensor, update_target: bool) -> None:
-        s = self.state
-        target = s.target_params if update_target else None
-        adam = s.critic_adam
-        self.tails["critic"](s.critic_params, grad, adam.exp_avg, adam.exp_avg_sq, target, hyper)
-
-    def actor_tail(self, grad: torch.Tensor, hyper: torch.Tensor) -> None:
-        s, adam = self.state, self.state.actor_adam
-        self.tails["actor"](s.actor_params, grad, adam.exp_avg, adam.exp_avg_sq, None, hyper)
-
-    def critic_step(self, rows, eps_next, divisor, update_target: bool) -> None:
-        step = self.critic_kernel(rows, eps_next, divisor, update_target)
-        self.critic_commit(step, update_target)
-
-    def actor_step(self, rows, eps) -> None:
-        self.actor_commit(self.actor_kernel(rows, eps))
-
-    def cycle(self, critic_step, actor_step) -> None:
-        """The one update-cycle definition (see learner.cycle.run_cycle)."""
-        run_cycle(
-            self.state,
-            self.ring,
-            self.buffers,
-            self.ops,
-            self.batch_size,
-            self.dims.action,
-            self.state.reward_normalizer.divisor,
-            critic_step,
-            actor_step,
-        )
+    def cycle(self) -> None:
+        """One iteration's updates: every draw up front, then the planned steps in order."""
+        batch, eps_next, eps_actor = self.sample()
+        s, B = self.state, self.batch_size
+        divisor = s.reward_normalizer.divisor()
+        s.metrics.zero_()
+        s.metrics[METRIC_INDEX["reward_scale"]] = divisor
+        for op in self.ops:
+            rows = batch[op.update * B : (op.update + 1) * B]
+            if op.kind == "critic":
+                self.steps.critic(rows, eps_next[op.update], divisor, op.update_target)
+            else:
+                self.steps.actor(rows, eps_actor[op.actor_index])
 
     def can_update(self) -> bool:
         return self.ring.count >= self.batch_size
@@ -289,16 +255,16 @@ class FlashSACLearner:
             raise RuntimeError(
                 f"replay holds {self.ring.count} rows, fewer than batch_size {self.batch_size}"
             )
-        self.executor.run()
+        self.path.run()
 
     def warmup(self) -> None:
         """Compile / capture before timing; leaves the learner state unchanged."""
-        self.executor.warmup()
+        self.path.warmup()
 
     def release_graphs(self) -> None:
         """Destroy the captured update cycle, if any (learner/graphs.py says why this is explicit);
         a later update() captures it anew."""
-        self.executor.release_graphs()
+        self.path.release_graphs()
 
     # ------------------------------------------------------------------ acting
     @torch.no_grad()
@@ -368,7 +334,6 @@ class FlashSACLearner:
         return {
             "format": STATE_FORMAT,
             "dims": (self.dims.obs, self.dims.critic_obs, self.dims.action),
-            "layout_align": self.layout_align,
             "tensors": {k: host_copy(v) for k, v in self.state.tensors().items()},
         }
 
@@ -378,18 +343,19 @@ class FlashSACLearner:
         dims = (self.dims.obs, self.dims.critic_obs, self.dims.action)
         if tuple(sd["dims"]) != dims:
             raise ValueError(f"checkpoint dims {tuple(sd['dims'])} != learner dims {dims}")
-        tensors = sd["tensors"]
-        saved_align = int(sd.get("layout_align", 1))  # states before the option: unaligned
-        if saved_align != self.layout_align:
-            tensors = self._relayout(tensors, saved_align)
-        self.state.restore(tensors)
+        if int(sd.get("layout_align", 1)) != 1:
+            raise ValueError(
+                "this learner state was written with an aligned parameter layout, which this "
+                "version no longer builds"
+            )
+        self.state.restore(sd["tensors"])
 
-    def _layouts(self, align: int):
-        """((actor spec, param layout, buffer layout), (the critic's)) at group alignment
-        `align` (networks.actor_layouts / critic_layouts)."""
+    def _layouts(self):
+        """((actor spec, param layout, buffer layout), (the critic's)) (networks.actor_layouts /
+        critic_layouts)."""
         cfg, dims = self.cfg, self.dims
         actor = actor_layouts(
-            dims.obs, dims.action, cfg.actor_hidden_dim, cfg.actor_num_blocks, cfg.expansion, align
+            dims.obs, dims.action, cfg.actor_hidden_dim, cfg.actor_num_blocks, cfg.expansion
         )
         critic = critic_layouts(
             dims.critic_obs + dims.action,
@@ -397,41 +363,14 @@ class FlashSACLearner:
             cfg.critic_num_blocks,
             cfg.expansion,
             cfg.num_atoms,
-            align,
         )
         return actor, critic
-
-    def _relayout(self, tensors: dict[str, torch.Tensor], saved_align: int) -> dict:
-        """A state written at another path.aligned_layout, its flat parameter vectors (and
-        their Adam moments and the target) re-laid by entry name into this learner's layout:
-        the same numbers per parameter, zero gaps."""
-        (_, saved_actor, _), (_, saved_critic, _) = self._layouts(saved_align)
-        st = self.statics
-        layouts = {
-            "actor": (saved_actor, st.actor_param_layout),
-            "critic": (saved_critic, st.critic_param_layout),
-        }
-        out = dict(tensors)
-        for key, net in _PARAM_VECTORS.items():
-            if key not in out:
-                continue  # state.restore names what is missing
-            saved, ours = layouts[net]
-            src = saved.views(out[key])
-            dst = torch.zeros(ours.numel, dtype=out[key].dtype)
-            views = ours.views(dst)
-            for name in ours.entries_without_gaps():
-                views[name].copy_(src[name])
-            out[key] = dst
-        return out
 
     def num_parameters(self) -> dict[str, int]:
         st = self.statics
 
-        def count(layout) -> int:  # alignment gaps are not parameters
-            return sum(e.numel for e in layout.entries_without_gaps().values())
-
         return {
-            "actor": count(st.actor_param_layout),
-            "critic": count(st.critic_param_layout),
+            "actor": st.actor_param_layout.numel,
+            "critic": st.critic_param_layout.numel,
             "temperature": self.state.log_temp.numel(),
         }

@@ -92,9 +92,7 @@ def _trunk_layout(spec: NetSpec, params: Layout, buffers: Layout) -> None:
     params.add("rms", (*lead, h), RMS, ones_init)
 
 
-def actor_layouts(
-    obs_dim: int, action_dim: int, hidden: int, blocks: int, expansion: int, group_align: int = 1
-):
+def actor_layouts(obs_dim: int, action_dim: int, hidden: int, blocks: int, expansion: int):
     spec = NetSpec(obs_dim, hidden, blocks, expansion)
     params, buffers = Layout(), Layout()
     _trunk_layout(spec, params, buffers)
@@ -102,7 +100,7 @@ def actor_layouts(
     # row-wise projection and orthogonal init per head are unchanged by stacking.
     params.add("head.w", (2 * action_dim, hidden), ROWS, _two_head_init(action_dim))
     params.add("head.b", (2 * action_dim,), FREE)
-    return spec, params.grouped(group_align), buffers
+    return spec, params.grouped(), buffers
 
 
 def _two_head_init(action_dim: int):
@@ -113,15 +111,13 @@ def _two_head_init(action_dim: int):
     return init
 
 
-def critic_layouts(
-    in_dim: int, hidden: int, blocks: int, expansion: int, atoms: int, group_align: int = 1
-):
+def critic_layouts(in_dim: int, hidden: int, blocks: int, expansion: int, atoms: int):
     spec = NetSpec(in_dim, hidden, blocks, expansion, members=2)
     params, buffers = Layout(), Layout()
     _trunk_layout(spec, params, buffers)
     params.add("head.w", (2, atoms, hidden), ROWS, orthogonal_init)
     params.add("head.b", (2, atoms), FREE)
-    return spec, params.grouped(group_align), buffers
+    return spec, params.grouped(), buffers
 
 
 def temperature_layout(initial: float) -> Layout:
@@ -158,11 +154,6 @@ def param_views(
     return out
 
 
-def input_statistics(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(biased variance, mean) of x [B, d] over the batch, keepdim: what batch_norm computes."""
-    return torch.var_mean(x, dim=-2, keepdim=True, correction=0)
-
-
 def batch_norm(
     x: torch.Tensor,
     mean_buf: torch.Tensor,
@@ -170,17 +161,15 @@ def batch_norm(
     norm: NormConfig,
     *,
     training: bool,
-    stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Normalize x [..., B, d] over the batch dim (-2); buffers are [..., d]. No affine.
 
     Training: the biased batch variance normalizes; running stats move toward the unbiased one
     (F.batch_norm's convention, momentum 0.01). Eval: running stats. Returns (x_hat, mean, var)
-    with the (possibly) updated running statistics. `stats`: the batch statistics
-    (input_statistics of the same rows), when the caller already has them.
+    with the (possibly) updated running statistics.
     """
     if training:
-        var, mean = input_statistics(x) if stats is None else stats
+        var, mean = torch.var_mean(x, dim=-2, keepdim=True, correction=0)
         n = x.shape[-2]
         new_mean = torch.lerp(mean_buf, mean.squeeze(-2), norm.bn_momentum)
         new_var = torch.lerp(var_buf, var.squeeze(-2) * (n / (n - 1)), norm.bn_momentum)
@@ -209,33 +198,25 @@ def _linear(x: torch.Tensor, w: torch.Tensor, mm_dtype: torch.dtype, out: int) -
 
 
 def trunk(
-    net: Network,
-    x: torch.Tensor,
-    *,
-    training: bool,
-    input_stats: tuple[torch.Tensor, torch.Tensor] | None = None,
+    net: Network, x: torch.Tensor, *, training: bool
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h].
-
-    input_stats: input_statistics(x), shared by every member's input BN (they see the same x).
-    """
+    """Embedder + blocks + RMSNorm. x is [B, in]; for an ensemble the output is [E, B, h]."""
     p, b, spec, norm, mm_dtype = net
     new_b: dict[str, torch.Tensor] = {}
 
-    def norm_layer(name: str, y: torch.Tensor, stats=None) -> torch.Tensor:
+    def norm_layer(name: str, y: torch.Tensor) -> torch.Tensor:
         """BN `name` (statistics, running-stat update into new_b) then its affine."""
         y_hat, new_b[f"{name}.mean"], new_b[f"{name}.var"] = batch_norm(
-            y, b[f"{name}.mean"], b[f"{name}.var"], norm, training=training, stats=stats
+            y, b[f"{name}.mean"], b[f"{name}.var"], norm, training=training
         )
         return bn_affine(y_hat, p[name])
 
     if spec.members:
-        # Every member sees the same input; its statistics are computed per member (unless the
-        # caller shares them, path.shared_input_stats); each running-stat element is still
-        # written from its own old value only.
+        # Every member sees the same input; its statistics are computed per member, and each
+        # running-stat element is written from its own old value only.
         x = x.unsqueeze(0).expand(spec.members, *x.shape)
     hid, inner = spec.hidden, spec.hidden * spec.expansion
-    h = _linear(norm_layer("embed.bn", x, input_stats), p["embed.w"], mm_dtype, hid)
+    h = _linear(norm_layer("embed.bn", x), p["embed.w"], mm_dtype, hid)
     for i in range(spec.num_blocks):
         y = norm_layer(f"block{i}.bn1", _linear(h, p[f"block{i}.w1"], mm_dtype, inner))
         y = norm_layer(f"block{i}.bn2", _linear(torch.relu(y), p[f"block{i}.w2"], mm_dtype, hid))
@@ -301,13 +282,10 @@ def critic_distribution(
     support: torch.Tensor,
     *,
     training: bool,
-    input_stats: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers.
-
-    input_stats: input_statistics of cat(critic_obs, actions), if the caller computed them."""
+    """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers."""
     x = torch.cat([critic_obs, actions], dim=-1)
-    h, new_b = trunk(net, x, training=training, input_stats=input_stats)
+    h, new_b = trunk(net, x, training=training)
     p, mm_dtype = net.params, net.mm_dtype
     logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
     log_probs = torch.log_softmax(logits, dim=-1)

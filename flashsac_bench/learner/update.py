@@ -1,30 +1,35 @@
 """One critic update and one actor(+temperature) update: THE definition every path executes.
 
-Both are pure functions of (statics, state, batch rows, noise): eager runs them as is, the
-compile path wraps them in torch.compile (forward, backward, Adam, projection and Polyak in one
-Inductor graph), the cudagraph path captures a whole cycle of calls. Gradients come from
-torch.func.grad_and_value w.r.t. ONE flat parameter vector; in the actor update the critic's
-parameters are plain inputs, so no critic weight gradient is ever formed. Every write is gated
-by an on-device finite flag (loss and gradient), so a non-finite step leaves weights, buffers,
-optimizer state and target untouched -- without a host `if`.
+Both are pure functions of (statics, state, batch rows, noise) that return named results
+(`CriticResult`, `ActorResult`): the next values of every state tensor they change. Eager runs
+them as they are, the compile path wraps each in torch.compile (forward, backward, Adam,
+projection and Polyak in one Inductor graph), the cudagraph path captures a whole cycle of
+calls (learner.paths). Gradients come from torch.func.grad_and_value w.r.t. ONE flat parameter
+vector; in the actor update the critic's parameters are plain inputs, so no critic weight
+gradient is ever formed. Every next value is gated by an on-device finite flag (loss and
+gradient), so a non-finite step leaves weights, buffers, optimizer state and target untouched,
+without a host `if`.
 
-Nothing is written here. An update returns `(scalars, writes, tail)`: the next scalar-state
-vector, the gated next values of the tensors `critic_targets` / `actor_targets` name (in that
-order), and -- with the fused optimizer tail (path.fused_optimizer) -- `(grad, hyper)`, which
-`learner.optimizer_tail` applies to parameters, Adam moments and target in place. `commit`
-does the writing, after (outside) the compiled step: a compiled graph that mutates its inputs
-makes Inductor skip its CUDA graphs, and a compiled in-place write of a broadcast-read scalar
-raced on the H200 (learner.state.SCALARS). Every element is written from its own old value
-only, so the order of the commits within one update does not matter.
+`write` puts a result into the state. Every element is written from its own old value only,
+so the order of the writes within one update does not matter; the scalar vector is always
+written outside compiled code (learner.state.SCALARS says why).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
-from flashsac_bench.learner.adam import AdamConfig, AdamState, adam_candidate, adam_hyper, is_finite
+from flashsac_bench.learner.adam import (
+    AdamConfig,
+    AdamState,
+    adam_apply,
+    adam_candidate,
+    adam_hyper,
+    is_finite,
+)
 from flashsac_bench.learner.distributional import (
     categorical_projection,
     cross_entropy,
@@ -38,11 +43,9 @@ from flashsac_bench.learner.networks import (
     actor_mean_log_std,
     actor_policy,
     critic_distribution,
-    input_statistics,
     param_views,
     tanh_normal_sample,
 )
-from flashsac_bench.learner.optimizer_tail import make_hyper, tail_candidate
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.learner.schedule import LRSchedule
@@ -74,10 +77,46 @@ class UpdateStatics:
     target_entropy: float
     mm_dtype: torch.dtype
     gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
-    # Return (grad, hyper) for the fused optimizer tail instead of the tail's results.
-    fused_tail: bool = False
-    joint_critic_forward: bool = False  # path.joint_critic_forward (critic_grad)
-    shared_input_stats: bool = False  # path.shared_input_stats (critic_grad)
+
+
+class CriticResult(NamedTuple):
+    """A critic update's next values (gated: the old ones where the step was not finite)."""
+
+    scalars: torch.Tensor  # the whole next LearnerState.scalars vector
+    params: torch.Tensor
+    exp_avg: torch.Tensor
+    exp_avg_sq: torch.Tensor
+    target: torch.Tensor | None  # None: this update does not move the target (Polyak)
+    buffers: torch.Tensor  # the online critic's BN running statistics
+    target_buffers: torch.Tensor
+
+    def destinations(self, s: LearnerState) -> list[torch.Tensor]:
+        """The state tensors that `values()` are the next values of, in that order."""
+        adam = s.critic_adam
+        moved = [] if self.target is None else [s.target_params]
+        return [s.critic_params, adam.exp_avg, adam.exp_avg_sq, *moved, s.critic_buffers,
+                s.target_buffers]  # fmt: skip
+
+    def values(self) -> list[torch.Tensor]:
+        """Every tensor result but the scalar vector."""
+        return [v for v in self[1:] if v is not None]
+
+
+class ActorResult(NamedTuple):
+    """An actor + temperature update's next values (the temperature's live in `scalars`)."""
+
+    scalars: torch.Tensor
+    params: torch.Tensor
+    exp_avg: torch.Tensor
+    exp_avg_sq: torch.Tensor
+    buffers: torch.Tensor
+
+    def destinations(self, s: LearnerState) -> list[torch.Tensor]:
+        adam = s.actor_adam
+        return [s.actor_params, adam.exp_avg, adam.exp_avg_sq, s.actor_buffers]
+
+    def values(self) -> list[torch.Tensor]:
+        return list(self[1:])
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -105,74 +144,40 @@ class ScalarWriter:
         return torch.stack(self.parts)
 
 
-Step = tuple[torch.Tensor, tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]
+def write(s: LearnerState, result: CriticResult | ActorResult) -> None:
+    """Write one update's results into the state (outside any compiled region): ONE
+    multi-tensor copy, one launch on CUDA."""
+    torch._foreach_copy_([*result.destinations(s), s.scalars], [*result.values(), result.scalars])
 
 
-def critic_targets(st: UpdateStatics, s: LearnerState, update_target: bool) -> list[torch.Tensor]:
-    """The state tensors a critic update's `writes` are the next values of, in order."""
-    if st.fused_tail:
-        return [s.critic_buffers, s.target_buffers]
-    big = [s.critic_params, s.critic_adam.exp_avg, s.critic_adam.exp_avg_sq]
-    return (
-        big
-        + ([s.target_params] if update_target else [])
-        + [
-            s.critic_buffers,
-            s.target_buffers,
-        ]
-    )
-
-
-def actor_targets(st: UpdateStatics, s: LearnerState) -> list[torch.Tensor]:
-    """The state tensors an actor update's `writes` are the next values of, in order."""
-    if st.fused_tail:
-        return [s.actor_buffers]
-    return [s.actor_params, s.actor_adam.exp_avg, s.actor_adam.exp_avg_sq, s.actor_buffers]
-
-
-def _optimizer_tail(
-    st: UpdateStatics,
+def optimizer_step(
     projector: Projector,
+    cfg: AdamConfig,
+    tau: float,
     params: torch.Tensor,
     grad: torch.Tensor,
     adam: AdamState,
     target: torch.Tensor | None,
     lr: torch.Tensor,
     ok: torch.Tensor,
-) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...], torch.Tensor]:
-    """(gated next params, m, v[, target]) or, fused, (grad, hyper) to apply later; next step."""
-    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, st.adam)
+) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """Adam, then the weight projection, then (critic) Polyak toward the projected weights,
+    every next value gated by `ok`: ((params, exp_avg, exp_avg_sq[, target]), next Adam step)."""
+    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, cfg)
     next_step = torch.where(ok, step, adam.step)
-    if st.fused_tail:
-        return (), (grad, make_hyper(step_size, bc2_sqrt, ok)), next_step
-    new = tail_candidate(
-        projector,
-        st.adam,
-        st.tau,
-        params,
-        grad,
-        adam.exp_avg,
-        adam.exp_avg_sq,
-        target,
-        step_size,
-        bc2_sqrt,
-        ok,
+    new_params, m, v = adam_apply(
+        params, grad, adam.exp_avg, adam.exp_avg_sq, step_size, bc2_sqrt, cfg
     )
-    return new, (), next_step
-
-
-def commit(dsts: list[torch.Tensor], scalars_dst: torch.Tensor, step: Step, tail=None) -> None:
-    """Write one update's results into the state (outside any compiled region).
-
-    `tail(grad, hyper)` applies the fused optimizer tail when the update returned one.
-    """
-    scalars, writes, fused = step
-    if len(writes) != len(dsts):
-        raise RuntimeError(f"update returned {len(writes)} writes for {len(dsts)} targets")
-    # One multi-tensor copy for everything (ONE launch on CUDA).
-    torch._foreach_copy_([*dsts, scalars_dst], [*writes, scalars])
-    if fused:
-        tail(*fused)
+    new_params = projector(new_params)
+    out = (
+        torch.where(ok, new_params, params),
+        torch.where(ok, m, adam.exp_avg),
+        torch.where(ok, v, adam.exp_avg_sq),
+    )
+    if target is None:
+        return out, next_step
+    # Polyak on parameters only (BN running buffers are not averaged).
+    return (*out, torch.where(ok, torch.lerp(target, new_params, tau), target)), next_step
 
 
 def critic_grad(
@@ -206,19 +211,10 @@ def critic_grad(
         # each with BN batch statistics (training mode).
         critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
         actions_in = torch.cat([cols["actions"], next_actions])
-        # path.shared_input_stats: the input BN's batch statistics are those of this one 2B
-        # input for every member of both critics: computed once instead of four times.
-        stats = (
-            input_statistics(torch.cat([critic_in, actions_in], dim=-1))
-            if st.shared_input_stats
-            else None
-        )
 
-    def critic_forward(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], spec: NetSpec):
-        net = Network(p, b, spec, st.norm, st.mm_dtype)
-        return critic_distribution(
-            net, critic_in, actions_in, st.support, training=True, input_stats=stats
-        )
+    def critic_forward(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor]):
+        net = Network(p, b, st.critic_spec, st.norm, st.mm_dtype)
+        return critic_distribution(net, critic_in, actions_in, st.support, training=True)
 
     def views(params: torch.Tensor) -> dict[str, torch.Tensor]:
         return param_views(st.critic_param_layout, params, st.mm_dtype, st.gemm_align)
@@ -238,37 +234,15 @@ def critic_grad(
 
     critic_b = st.critic_buffer_layout.views(s.critic_buffers)
     target_b = st.critic_buffer_layout.views(s.target_buffers)
-    members = st.critic_spec.members
-    if st.joint_critic_forward:
-        # path.joint_critic_forward: target and online critic as ONE 2E-member ensemble on the
-        # same 2B input (members 0..E-1 target, E..2E-1 online; every op is per member, so
-        # each member computes what it computes alone). The target half is detached: it
-        # gets no gradient, but the batched backward still spans all 2E members.
-        joint = replace(st.critic_spec, members=2 * members)
+    with torch.no_grad():
+        target_q, target_log_probs, target_new_b = critic_forward(views(s.target_params), target_b)
+        target_probs = td_target(target_q, target_log_probs)
 
-        def loss_fn(critic_params: torch.Tensor):
-            pt, po = views(s.target_params), views(critic_params)
-            p = {k: torch.cat([pt[k], po[k]]) for k in po}
-            b = {k: torch.cat([target_b[k], critic_b[k]]) for k in critic_b}
-            q, log_probs, new_b = critic_forward(p, b, joint)
-            target_probs = td_target(q[:members].detach(), log_probs[:members].detach())
-            loss = cross_entropy(target_probs, log_probs[members:, :batch])
-            online_b = {k: v[members:] for k, v in new_b.items()}
-            target_new_b = {k: v[:members].detach() for k, v in new_b.items()}
-            return loss, (online_b, q[members:, :batch].mean(), target_new_b)
-
-    else:
-        with torch.no_grad():
-            target_q, target_log_probs, target_new_b = critic_forward(
-                views(s.target_params), target_b, st.critic_spec
-            )
-            target_probs = td_target(target_q, target_log_probs)
-
-        def loss_fn(critic_params: torch.Tensor):
-            q, log_probs, new_b = critic_forward(views(critic_params), critic_b, st.critic_spec)
-            # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
-            loss = cross_entropy(target_probs, log_probs[:, :batch])
-            return loss, (new_b, q[:, :batch].mean(), target_new_b)
+    def loss_fn(critic_params: torch.Tensor):
+        q, log_probs, new_b = critic_forward(views(critic_params), critic_b)
+        # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
+        loss = cross_entropy(target_probs, log_probs[:, :batch])
+        return loss, (new_b, q[:, :batch].mean(), target_new_b)
 
     grad, (loss, (new_b, q_mean, target_new_b)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
         s.critic_params
@@ -289,17 +263,15 @@ def critic_update(
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
     update_target: bool,
-) -> Step:
-    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s').
-
-    Returns (scalars, writes for critic_targets(st, s, update_target), fused tail or ()).
-    """
+) -> CriticResult:
+    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s');
+    with `update_target`, Polyak moves the target toward the new weights."""
     grad, loss, q_mean, new_b, target_new_b = critic_grad(st, s, rows, eps_next, reward_divisor)
     ok = is_finite(loss, grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
     target = s.target_params if update_target else None
-    tail, fused, step = _optimizer_tail(
-        st, st.critic_projector, s.critic_params, grad, s.critic_adam, target, lr, ok
+    new, step = optimizer_step(
+        st.critic_projector, st.adam, st.tau, s.critic_params, grad, s.critic_adam, target, lr, ok
     )
     buffers = (
         torch.where(ok, new_b, s.critic_buffers),
@@ -312,14 +284,16 @@ def critic_update(
     out.add_metric("q_mean", torch.where(ok, q_mean.detach(), 0.0))
     out.add_metric("critic_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("critic_lr", lr)
-    return out.build(), (*tail, *buffers), fused
+    params, exp_avg, exp_avg_sq = new[:3]
+    return CriticResult(
+        out.build(), params, exp_avg, exp_avg_sq, new[3] if target is not None else None, *buffers
+    )
 
 
-def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor) -> Step:
-    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a.
-
-    Returns (scalars, writes for actor_targets(st, s), fused tail or ()).
-    """
+def actor_update(
+    st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor
+) -> ActorResult:
+    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
@@ -346,8 +320,8 @@ def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: to
     )
     ok = is_finite(loss, grad)
     lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
-    tail, fused, actor_step = _optimizer_tail(
-        st, st.actor_projector, s.actor_params, grad, s.actor_adam, None, lr, ok
+    new, actor_step = optimizer_step(
+        st.actor_projector, st.adam, st.tau, s.actor_params, grad, s.actor_adam, None, lr, ok
     )
     buffers = torch.where(ok, pack(st.actor_buffer_layout, new_b), s.actor_buffers)
 
@@ -378,4 +352,4 @@ def actor_update(st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: to
     out.set_metric("temperature", torch.exp(log_temp))
     out.add_metric("actor_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("actor_lr", lr)
-    return out.build(), (*tail, buffers), fused
+    return ActorResult(out.build(), *new, buffers)

@@ -20,13 +20,6 @@ def static(c: Config) -> dict[str, Any]:
     name is stored under the group's name; device settings as resolved (`auto` picked)."""
     run, replay = asdict(c.run), asdict(c.replay)
     device = c.hardware.resolved_device()
-    path = {
-        **asdict(c.path),
-        "inductor_cudagraphs": c.path.resolved_inductor_cudagraphs(device),
-        "compile_rng": c.path.resolved_compile_rng(device),
-        "projection_gather": c.path.resolved_projection_gather(device),
-        "functional_steps": c.path.resolved_functional_steps(),
-    }
     hardware = {
         **asdict(c.hardware),
         "device": device,
@@ -41,19 +34,8 @@ def static(c: Config) -> dict[str, Any]:
         **_pick(replay, "learning_starts"),
         "learning_starts_rows": learning_starts_rows(c),
         **_named("update", asdict(c.update)),
-        **_named(
-            "path",
-            _pick(
-                path,
-                "name",
-                "compile_mode",
-                "inductor_cudagraphs",
-                "compile_rng",
-                "projection_gather",
-                "functional_steps",
-                "aligned_layout",
-            ),
-        ),
+        "path": c.path.name,
+        "inductor_options": dict(c.path.inductor_options),
         **_named(
             "hardware",
             _pick(
@@ -69,7 +51,7 @@ def static(c: Config) -> dict[str, Any]:
         "backend": c.backend.name,
         **{f"env_{key}": value for key, value in plan.items()},
         "task": c.task.name,
-        **_pick(run, "seed", "time_limit_s", "capture_device_steps", "overlap_store"),
+        **_pick(run, "seed", "time_limit_s", "capture_device_steps"),
     }
 
 
@@ -90,17 +72,11 @@ def learner_fields(learner: FlashSACLearner, dims: Dims) -> dict[str, Any]:
 
 
 def executor_name(learner: FlashSACLearner) -> str:
-    """The path that really runs the update cycle (a failed capture falls back to compile,
-    or with path.compiled_steps=false to the eager steps)."""
-    ex = learner.executor
-    eager_steps = not getattr(ex, "compiled_steps", True)
-    if getattr(ex, "fallback", False):
-        return (
-            "eager (cudagraph capture failed)"
-            if eager_steps
-            else "compile (cudagraph capture failed)"
-        )
-    return f"{ex.name} (eager steps)" if eager_steps else str(ex.name)
+    """The path that really runs the update cycle (a failed capture runs the compiled steps
+    uncaptured)."""
+    if getattr(learner.path, "fallback", False):
+        return "compile (cudagraph capture failed)"
+    return learner.path.name
 
 
 def _pick(fields: dict[str, Any], *names: str) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 noise, record every intermediate both compute, and compare them (tests/interop).
 
 Ours: `FlashSACLearner.update()` (eager) with a one-critic + one-actor plan; spies on the
-functions `learner/updates.py` calls record their outputs, so the numbers are those of the real
+functions `learner/update.py` calls record their outputs, so the numbers are those of the real
 update, not of a re-implementation. Theirs: `update_critic`, `update_actor`,
 `soft_update_target` with forward hooks on its modules and wrappers around its TD-target
 helpers; `torch.distributions.normal._standard_normal` (what `Normal.rsample` draws from) is
@@ -27,8 +27,8 @@ import torch
 from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.interop import unilab as ui
-from flashsac_bench.learner import learner as learner_mod
-from flashsac_bench.learner import updates
+from flashsac_bench.learner import paths as paths_mod
+from flashsac_bench.learner import update
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 DIMS = Dims()  # G1: obs 98, critic obs 101, actions 29 -- the sizes UniLab trains
@@ -192,21 +192,21 @@ SPIED = (
     "select_min_q",
     "categorical_projection",
     "actor_mean_log_std",
-    "tail_candidate",  # the critic's and the actor's Adam + gate + projection (+ Polyak)
+    "optimizer_step",  # the critic's and the actor's Adam + gate + projection (+ Polyak)
     "adam_candidate",  # the temperature's Adam step
 )
 
 
 def run_ours(
-    learner: FlashSACLearner, updates_mod: types.ModuleType = updates
+    learner: FlashSACLearner, update_mod: types.ModuleType = update
 ) -> tuple[Record, dict[str, torch.Tensor]]:
     """One cycle (critic + Polyak, then actor + temperature) with every intermediate recorded;
-    also returns the batch rows and noise it drew (for the UniLab side). `updates_mod`: the
+    also returns the batch rows and noise it drew (for the UniLab side). `update_mod`: the
     module whose critic_update / actor_update run (an edited copy in the sabotage tests)."""
     calls: dict[str, list] = defaultdict(list)
     inputs: dict[str, torch.Tensor] = {}
-    real_c, real_a = updates_mod.critic_update, updates_mod.actor_update
-    saved = learner_mod.critic_update, learner_mod.actor_update
+    real_c, real_a = update_mod.critic_update, update_mod.actor_update
+    saved = paths_mod.critic_update, paths_mod.actor_update
 
     def critic_update(st, s, rows, eps_next, divisor, update_target):
         inputs.update(rows=rows.clone(), eps_next=eps_next.clone(), divisor=divisor.clone())
@@ -216,14 +216,14 @@ def run_ours(
         inputs.update(actor_rows=rows.clone(), eps_actor=eps.clone())
         return real_a(st, s, rows, eps)
 
-    learner_mod.critic_update, learner_mod.actor_update = critic_update, actor_update
+    paths_mod.critic_update, paths_mod.actor_update = critic_update, actor_update
     try:
         with ExitStack() as stack:
             for name in SPIED:
-                stack.enter_context(_spy(updates_mod, name, calls[name]))
+                stack.enter_context(_spy(update_mod, name, calls[name]))
             learner.update()
     finally:
-        learner_mod.critic_update, learner_mod.actor_update = saved
+        paths_mod.critic_update, paths_mod.actor_update = saved
     assert torch.equal(inputs["rows"], inputs["actor_rows"]), "one batch for both updates"
     rec = Record()
     (mean, log_std) = calls["actor_policy"][0][1]
@@ -240,8 +240,8 @@ def run_ours(
     online_q, online_logp, _ = calls["critic_distribution"][1][1]
     rec.put("critic.online_q", online_q)
     rec.put("critic.online_log_probs", online_logp)
-    # tail_candidate(projector, cfg, tau, params, grad, ...): the gradient is argument 4.
-    rec.put("critic.grad", calls["tail_candidate"][0][0][4])
+    # optimizer_step(projector, cfg, tau, params, grad, ...): the gradient is argument 4.
+    rec.put("critic.grad", calls["optimizer_step"][0][0][4])
     a_mean, a_log_std, _ = calls["actor_mean_log_std"][0][1]
     rec.put("actor.mean", a_mean)
     rec.put("actor.log_std", a_log_std)
@@ -249,7 +249,7 @@ def run_ours(
     rec.put("actor.action", action)
     rec.put("actor.log_prob", log_prob)
     rec.put("actor.q", calls["critic_distribution"][2][1][0])
-    rec.put("actor.grad", calls["tail_candidate"][1][0][4])
+    rec.put("actor.grad", calls["optimizer_step"][1][0][4])
     rec.put("temperature.grad", calls["adam_candidate"][0][0][1])
     m = learner.read_metrics()
     for ours, name in (
@@ -560,173 +560,173 @@ SABOTAGES = (
     # critic update (learner/updates.py)
     Sabotage(
         "critic_reward_scale",
-        "updates",
+        "update",
         'cols["rewards"] / reward_divisor',
         'cols["rewards"] / (reward_divisor * 1.01)',
     ),
     Sabotage(
         "critic_truncation_cuts_bootstrap",
-        "updates",
+        "update",
         '1.0 - cols["terminated"],',
         '1.0 - cols["terminated"] - cols["truncated"],',
     ),
-    Sabotage("critic_gamma", "updates", "st.gamma,\n", "st.gamma * 1.01,\n"),
+    Sabotage("critic_gamma", "update", "st.gamma,\n", "st.gamma * 1.01,\n"),
     Sabotage(
-        "critic_entropy_bonus", "updates", "alpha * next_log_prob,", "1.01 * alpha * next_log_prob,"
+        "critic_entropy_bonus", "update", "alpha * next_log_prob,", "1.01 * alpha * next_log_prob,"
     ),
-    Sabotage("critic_next_action_from_obs", "updates", 'cols["next_obs"],\n', 'cols["obs"],\n'),
+    Sabotage("critic_next_action_from_obs", "update", 'cols["next_obs"],\n', 'cols["obs"],\n'),
     Sabotage(
         "critic_joint_batch",
-        "updates",
+        "update",
         'torch.cat([cols["critic_obs"], cols["next_critic_obs"]])',
         'torch.cat([cols["critic_obs"], cols["critic_obs"]])',
     ),
     Sabotage(
         "critic_min_q_wrong_half",
-        "updates",
+        "update",
         "select_min_q(target_q[:, batch:]",
         "select_min_q(target_q[:, :batch]",
     ),
-    Sabotage("critic_loss_wrong_half", "updates", "log_probs[:, :batch])", "log_probs[:, batch:])"),
+    Sabotage("critic_loss_wrong_half", "update", "log_probs[:, :batch])", "log_probs[:, batch:])"),
     Sabotage(
         "critic_online_action_is_policy",
-        "updates",
+        "update",
         'cols["actions"], next_actions',
         "next_actions, next_actions",
     ),
     Sabotage(
         "critic_target_is_online",
-        "updates",
-        "views(s.target_params), target_b, st.critic_spec",
-        "views(s.critic_params), target_b, st.critic_spec",
+        "update",
+        "critic_forward(views(s.target_params), target_b)",
+        "critic_forward(views(s.critic_params), target_b)",
     ),
     Sabotage(
         "critic_lr",
-        "updates",
+        "update",
         "lr = st.critic_schedule.lr_tensor(s.critic_sched_step)",
         "lr = 1.01 * st.critic_schedule.lr_tensor(s.critic_sched_step)",
     ),
     Sabotage(
-        "critic_sched_step", "updates", "s.critic_sched_step + 1.0", "s.critic_sched_step + 2.0"
+        "critic_sched_step", "update", "s.critic_sched_step + 1.0", "s.critic_sched_step + 2.0"
     ),
     Sabotage(
         "critic_bn_stats_dropped",
-        "updates",
+        "update",
         "torch.where(ok, new_b, s.critic_buffers)",
         "s.critic_buffers",
     ),
     Sabotage(
         "target_bn_stats_from_online",
-        "updates",
+        "update",
         "pack(st.critic_buffer_layout, target_new_b)",
         "pack(st.critic_buffer_layout, new_b)",
     ),
     Sabotage(
         "polyak_tau",
-        "optimizer_tail",
+        "update",
         "torch.lerp(target, new_params, tau)",
         "torch.lerp(target, new_params, 1.01 * tau)",
     ),
     Sabotage(
         "polyak_toward_pre_step_params",
-        "optimizer_tail",
+        "update",
         "torch.lerp(target, new_params, tau)",
         "torch.lerp(target, params, tau)",
     ),
     Sabotage(
         "projection_skipped",
-        "optimizer_tail",
+        "update",
         "new_params = projector(new_params)",
         "new_params = new_params",
     ),
     # actor update
     Sabotage(
         "actor_bn_batch",
-        "updates",
+        "update",
         'torch.cat([cols["obs"], cols["next_obs"]])',
         'torch.cat([cols["obs"], cols["obs"]])',
     ),
     Sabotage(
         "actor_alpha",
-        "updates",
+        "update",
         "alpha = torch.exp(s.log_temp).detach()",
         "alpha = 1.01 * torch.exp(s.log_temp).detach()",
     ),
-    Sabotage("actor_max_q", "updates", "q.min(dim=0).values", "q.max(dim=0).values"),
+    Sabotage("actor_max_q", "update", "q.min(dim=0).values", "q.max(dim=0).values"),
     Sabotage(
         "actor_sample_wrong_half",
-        "updates",
+        "update",
         "mean[:batch], log_std[:batch], eps",
         "mean[batch:], log_std[batch:], eps",
     ),
     Sabotage(
         "actor_q_on_next_critic_obs",
-        "updates",
+        "update",
         'critic, cols["critic_obs"], actions, st.support',
         'critic, cols["next_critic_obs"], actions, st.support',
     ),
     Sabotage(
         "actor_critic_in_train_mode",
-        "updates",
+        "update",
         "st.support, training=False",
         "st.support, training=True",
     ),
     Sabotage(
         "actor_lr",
-        "updates",
+        "update",
         "lr = st.actor_schedule.lr_tensor(s.actor_sched_step)",
         "lr = 1.01 * st.actor_schedule.lr_tensor(s.actor_sched_step)",
     ),
-    Sabotage("actor_sched_step", "updates", "s.actor_sched_step + 1.0", "s.actor_sched_step + 2.0"),
+    Sabotage("actor_sched_step", "update", "s.actor_sched_step + 1.0", "s.actor_sched_step + 2.0"),
     Sabotage(
         "actor_bn_stats_dropped",
-        "updates",
+        "update",
         "torch.where(ok, pack(st.actor_buffer_layout, new_b), s.actor_buffers)",
         "s.actor_buffers",
     ),
     # temperature update
     Sabotage(
-        "temperature_entropy_estimate", "updates", "-log_prob.mean()", "-1.01 * log_prob.mean()"
+        "temperature_entropy_estimate", "update", "-log_prob.mean()", "-1.01 * log_prob.mean()"
     ),
     Sabotage(
         "temperature_target_entropy",
-        "updates",
+        "update",
         "(entropy - st.target_entropy)",
         "(entropy - 1.01 * st.target_entropy)",
     ),
     Sabotage(
         "temperature_loss_on_log_alpha",
-        "updates",
+        "update",
         "torch.exp(log_temp) * (entropy",
         "log_temp * (entropy",
     ),
     Sabotage(
         "temperature_lr",
-        "updates",
+        "update",
         "s.log_temp, temp_grad, s.temp_adam, lr, st.adam",
         "s.log_temp, temp_grad, s.temp_adam, 1.01 * lr, st.adam",
     ),
     Sabotage(
         "temperature_step_dropped",
-        "updates",
+        "update",
         "torch.where(temp_ok, log_temp, s.log_temp)",
         "s.log_temp",
     ),
     Sabotage(
         "temperature_exp_avg_dropped",
-        "updates",
+        "update",
         "torch.where(temp_ok, temp_m, s.temp_adam.exp_avg)",
         "s.temp_adam.exp_avg",
     ),
     Sabotage(
         "temperature_exp_avg_sq_dropped",
-        "updates",
+        "update",
         "torch.where(temp_ok, temp_v, s.temp_adam.exp_avg_sq)",
         "s.temp_adam.exp_avg_sq",
     ),
     Sabotage(
         "temperature_adam_step_not_counted",
-        "updates",
+        "update",
         "torch.where(temp_ok, temp_step, s.temp_adam.step)",
         "s.temp_adam.step",
     ),
@@ -814,35 +814,31 @@ SABOTAGES = (
 
 
 def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> types.ModuleType:
-    """Put the edited module in use (monkeypatch undoes it); returns the updates module the
+    """Put the edited module in use (monkeypatch undoes it); returns the update module the
     cycle then runs (edited, or the real one calling the edited functions)."""
     import importlib
 
     real = importlib.import_module(f"flashsac_bench.learner.{sabotage.module}")
     edited = mutant(real, [(sabotage.old, sabotage.new)])
-    if sabotage.module == "updates":
+    if sabotage.module == "update":
         return edited
     if sabotage.module == "projection":
         st = learner.statics
-        gather = learner.path.projection_gather
+        gather = st.actor_projector.gather
         projectors = {
             "actor_projector": edited.Projector(st.actor_param_layout, learner.device, gather),
             "critic_projector": edited.Projector(st.critic_param_layout, learner.device, gather),
         }
-        monkeypatch.setattr(learner, "statics", dataclasses.replace(st, **projectors))
-        return updates
-    # networks / distributional / adam / optimizer_tail: rebind the functions that updates.py
-    # and optimizer_tail.py (the critic's and actor's Adam + gate + projection) imported from it
-    from flashsac_bench.learner import optimizer_tail
-
-    for user in (updates, optimizer_tail):
-        if user is real:
-            continue
-        for name, obj in vars(user).items():
-            if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
-                if isinstance(obj, types.FunctionType) and hasattr(edited, name):
-                    monkeypatch.setattr(user, name, getattr(edited, name))
-    return updates
+        edited_statics = dataclasses.replace(st, **projectors)
+        monkeypatch.setattr(learner, "statics", edited_statics)
+        monkeypatch.setattr(learner, "steps", paths_mod.eager_steps(edited_statics, learner.state))
+        return update
+    # networks / distributional / adam: rebind the functions that update.py imported from it
+    for name, obj in vars(update).items():
+        if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
+            if isinstance(obj, types.FunctionType) and hasattr(edited, name):
+                monkeypatch.setattr(update, name, getattr(edited, name))
+    return update
 
 
 def crosscheck(small: bool = False) -> list[Check]:

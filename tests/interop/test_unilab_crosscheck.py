@@ -191,8 +191,8 @@ def _edited_update_failures(base, edit, monkeypatch):
     learner = base["learner"]
     learner.state.restore(base["before"])
     try:
-        updates_mod = X.install(edit, learner, monkeypatch)
-        ours, inputs = X.run_ours(learner, updates_mod)
+        update_mod = X.install(edit, learner, monkeypatch)
+        ours, inputs = X.run_ours(learner, update_mod)
         after = learner.state.snapshot()
     finally:
         learner.state.restore(base["before"])
@@ -298,7 +298,7 @@ def test_item4_non_finite_step_is_skipped_more_completely_here(base):
     rows[0, col] = float("nan")
     s, before = learner.state, base["before"]
     try:
-        learner.critic_step(rows, base["inputs"]["eps_next"], base["inputs"]["divisor"], True)
+        learner.steps.critic(rows, base["inputs"]["eps_next"], base["inputs"]["divisor"], True)
         ours = s.snapshot()
     finally:
         learner.state.restore(before)
@@ -326,7 +326,7 @@ def test_item4_non_finite_step_is_skipped_more_completely_here(base):
     rows = base["inputs"]["rows"].clone()
     rows[0, learner.statics.rows.span("critic_obs")[0]] = float("nan")
     try:
-        learner.actor_step(rows, base["inputs"]["eps_actor"])
+        learner.steps.actor(rows, base["inputs"]["eps_actor"])
         ours = s.snapshot()
     finally:
         learner.state.restore(before)

@@ -97,4 +97,4 @@ def test_path_options_may_carry_inductor_options():
 
     setup = replace(SETUP, path_options=(("inductor_options", {"deterministic": True}),))
     learner = build_learner(setup, "eager", inductor_options={"combo_kernels": False})
-    assert learner.path.inductor_options == {"deterministic": True, "combo_kernels": False}
+    assert learner.path_cfg.inductor_options == {"deterministic": True, "combo_kernels": False}

@@ -120,7 +120,18 @@ def test_the_graph_sees_function_level_relative_and_type_only_imports(tmp_path):
     assert graph["pkg.a"] == {"pkg.sub.c", "pkg.sub", "pkg.d", "pkg.e"}
     assert graph["pkg.sub.b"] == {"pkg.a", "pkg.sub.c"}
     real = import_graph()
-    assert "flashsac_bench.learner.updates" in real["flashsac_bench.learner.learner"]
+    assert "flashsac_bench.learner.paths" in real["flashsac_bench.learner.learner"]
+
+
+def test_one_update_is_three_layered_modules():
+    """learner (the plan) -> paths (how a cycle runs) -> update (the math): the math knows no
+    path and no learner, the paths know no learner, the learner knows no runner."""
+    real = import_graph()
+    learner, paths, update = (f"{PACKAGE}.learner.{m}" for m in ("learner", "paths", "update"))
+    assert paths in real[learner] and update in real[paths]
+    assert not {learner, paths} & real[update]
+    assert learner not in real[paths]
+    assert not any(m.startswith(f"{PACKAGE}.runner") for m in real[learner] | real[paths])
 
 
 def test_a_cycle_through_a_package_init_is_found(tmp_path):

@@ -128,7 +128,7 @@ def test_counter_bits_by_hand():
 
 
 def test_compiled_hash_draws_the_same_bits():
-    """The compile / cudagraph paths run the hash compiled (path.compile_rng): exact integers,
+    """The compile / cudagraph paths run the hash compiled on CUDA: exact integers,
     so every draw (uniform, normal, indices; sizes 1 and many; several streams) is identical."""
     eager, compiled = CounterRNG(5, "cpu"), CounterRNG(5, "cpu")
     compiled.compile_hash()

@@ -59,7 +59,7 @@ def test_bn_affine_projection_by_hand():
 
 
 def test_gathered_projection_is_bit_identical():
-    """path.projection_gather: one gathered row-factor product instead of a concatenation."""
+    """On CUDA: one gathered row-factor product instead of a concatenation (same bits)."""
     for _, params, _ in (actor_layouts(6, 3, 12, 2, 4), critic_layouts(10, 20, 2, 4, 11)):
         flat = _random_flat(params, 3)
         flat[:7] = 0.0  # a zero row: the norm floor

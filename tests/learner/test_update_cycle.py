@@ -9,7 +9,7 @@ import torch
 from helpers import BATCH, DIMS, fill_ring, state_diff, tiny_learner
 
 from flashsac_bench.config.update import UpdateConfig
-from flashsac_bench.learner.cycle import plan_cycle
+from flashsac_bench.learner.learner import plan_cycle
 
 ALWAYS_CHANGES = {"rng.counter", "metrics"}
 
@@ -30,10 +30,8 @@ def test_plans_follow_unilab_order():
     u8 = plan_cycle(UpdateConfig(updates_per_step=8, policy_frequency=2))
     assert sum(op.kind == "critic" for op in u8) == 8
     assert [op.update for op in u8 if op.kind == "actor"] == [0, 2, 4, 6]
-    pbc = plan_cycle(
-        UpdateConfig(updates_per_step=2, policy_frequency=1, policy_before_critic=True)
-    )
-    assert [op.kind for op in pbc] == ["actor", "critic", "actor", "critic"]
+    every = plan_cycle(UpdateConfig(updates_per_step=2, policy_frequency=1))
+    assert [op.kind for op in every] == ["critic", "actor", "critic", "actor"]
     tf = plan_cycle(UpdateConfig(updates_per_step=4, policy_frequency=4, target_frequency=2))
     assert [op.update_target for op in tf if op.kind == "critic"] == [True, False, True, False]
 
@@ -69,7 +67,7 @@ def test_critic_step_touches_only_critic_side():
     learner = tiny_learner()
     rows, eps = _rows_and_noise(learner)
     before = learner.state.snapshot()
-    learner.critic_step(rows, eps, torch.tensor(1.0), True)
+    learner.steps.critic(rows, eps, torch.tensor(1.0), True)
     after = learner.state.tensors()
     assert changed(before, after) == {
         "critic.params",
@@ -91,7 +89,7 @@ def test_critic_step_without_target_update_leaves_target_params():
     learner = tiny_learner()
     rows, eps = _rows_and_noise(learner)
     before = learner.state.snapshot()
-    learner.critic_step(rows, eps, torch.tensor(1.0), False)
+    learner.steps.critic(rows, eps, torch.tensor(1.0), False)
     assert torch.equal(learner.state.target_params, before["target.params"])
 
 
@@ -99,7 +97,7 @@ def test_actor_step_touches_only_actor_and_temperature():
     learner = tiny_learner()
     rows, eps = _rows_and_noise(learner)
     before = learner.state.snapshot()
-    learner.actor_step(rows, eps)
+    learner.steps.actor(rows, eps)
     after = learner.state.tensors()
     assert changed(before, after) == {
         "actor.params",
