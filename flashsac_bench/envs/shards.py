@@ -18,29 +18,28 @@ reply within `timeout_s` is declared hung. `close()` ends every worker (terminat
 and unlinks the shared memory, also after any of these. Workers also end on their own when the
 parent dies (the pipe closes; on Linux the kernel also sends them SIGKILL), and they ignore
 SIGINT, so a Ctrl-C reaches only the parent, which then stops them in order. If the parent is
-killed, multiprocessing's resource tracker unlinks the block once the workers are gone.
+killed, multiprocessing's resource tracker unlinks the block once the workers are gone. The
+worker's side of this is `envs.shard_worker`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
 import secrets
 import signal
-import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Protocol
 
 import numpy as np
+
+from flashsac_bench.envs.shard_worker import SharedBlock, rows, worker_main
 
 SHM_PREFIX = "flashsac_"
 DEFAULT_STEP_TIMEOUT_S = 10.0  # below the runner's collector timeout, so this error wins
@@ -107,34 +106,6 @@ class ArraySpec:
         }
 
 
-class _SharedBlock(SharedMemory):
-    """A POSIX shared-memory block whose mapping lives as long as any numpy view of it.
-
-    `close()` unmaps only when no view is left (else the views keep the mapping until they go);
-    the name is what `unlink()` removes, and that is what must never be left behind.
-    """
-
-    def __init__(self, name: str, create: bool = False, size: int = 0) -> None:
-        super().__init__(name=name, create=create, size=size)
-        # The mapping holds its own reference to the memory: the descriptor is not needed.
-        fd = getattr(self, "_fd", -1)
-        if fd >= 0:
-            os.close(fd)
-            self._fd = -1
-
-    def close(self) -> None:
-        with contextlib.suppress(BufferError):
-            super().close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(OSError, BufferError):
-            self.close()
-
-
-def rows(arrays: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
-    return {name: arr[lo:hi] for name, arr in arrays.items()}
-
-
 def split_ranges(num_envs: int, parts: int) -> list[tuple[int, int]]:
     """`parts` contiguous ranges covering [0, num_envs), sizes differing by at most one."""
     if not 1 <= parts <= num_envs:
@@ -144,11 +115,6 @@ def split_ranges(num_envs: int, parts: int) -> list[tuple[int, int]]:
     for k in range(parts):
         bounds.append(bounds[-1] + base + (k < extra))
     return list(zip(bounds[:-1], bounds[1:], strict=True))
-
-
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def straggler_ms(done_times: list[float | None]) -> float | None:
@@ -252,7 +218,7 @@ class ProcessShards:
         self.done_times: list[float | None] = []
         self._name = name = f"{SHM_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         self._pids: list[int] = []
-        self._shm: _SharedBlock | None = _SharedBlock(
+        self._shm: SharedBlock | None = SharedBlock(
             name=name, create=True, size=spec.nbytes(num_envs)
         )
         try:
@@ -265,7 +231,7 @@ class ProcessShards:
             for k, (lo, hi) in enumerate(self.ranges):
                 parent_end, child_end = ctx.Pipe(duplex=True)
                 proc = ctx.Process(
-                    target=_worker_main,
+                    target=worker_main,
                     args=(
                         child_end,
                         name,
@@ -444,78 +410,3 @@ class ProcessShards:
     def __del__(self) -> None:  # a forgotten close must not leave processes behind
         with contextlib.suppress(Exception):
             self.close()
-
-
-# -------------------------------------------------------------------------------- worker side
-
-
-def _die_with_parent(main_thread: bool) -> None:
-    if not main_thread or not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def _worker_main(
-    conn: mpc.Connection,
-    shm_name: str,
-    spec: ArraySpec,
-    num_envs: int,
-    lo: int,
-    hi: int,
-    factory: ShardFactory,
-    parent_pid: int,
-    main_thread: bool,
-) -> None:
-    # Ctrl-C goes to the whole process group; the parent decides when workers stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(main_thread)
-    if os.getppid() != parent_pid:  # the parent died before the signal was armed
-        return
-    shm = _SharedBlock(name=shm_name)
-    shard: Shard | None = None
-    try:
-        arrays = rows(spec.views(shm.buf, num_envs), lo, hi)
-        try:
-            shard = factory(lo, hi, arrays)
-        except BaseException as err:  # noqa: BLE001 - reported to the parent in one line
-            conn.send(("error", _one_line(err)))
-            return
-        del arrays
-        conn.send(("ok", None))
-        _serve(conn, shard, parent_pid)
-    finally:
-        if shard is not None:
-            with contextlib.suppress(Exception):
-                shard.close()
-        shard = None
-        shm.close()
-        # Nothing is left to flush (replies are sent); skip interpreter teardown, which would
-        # otherwise run every remaining finalizer of this throwaway process.
-        os._exit(0)
-
-
-def _serve(conn: mpc.Connection, shard: Shard, parent_pid: int) -> None:
-    while True:
-        if not conn.poll(1.0):
-            if os.getppid() != parent_pid:
-                return  # orphaned
-            continue
-        try:
-            method, args = conn.recv()
-        except (EOFError, OSError):
-            return  # the parent closed the pipe or died
-        if method == "close":
-            return
-        try:
-            result = getattr(shard, method)(*args)
-            done = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
-        except BaseException as err:  # noqa: BLE001 - reported to the parent, then exit
-            detail = _one_line(err)
-            if os.environ.get("FLASHSAC_BENCH_DEBUG") or os.environ.get("HYDRA_FULL_ERROR"):
-                detail += "\n" + traceback.format_exc()
-            with contextlib.suppress(OSError):
-                conn.send(("error", detail))
-            return
-        conn.send(("ok", result, done))

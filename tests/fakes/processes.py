@@ -45,7 +45,7 @@ def created_segments(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     from flashsac_bench.envs import shards
 
     names: list[str] = []
-    block = shards._SharedBlock
+    block = shards.SharedBlock
 
     class Recording(block):  # type: ignore[misc, valid-type]
         def __init__(self, name: str, create: bool = False, size: int = 0) -> None:
@@ -54,5 +54,5 @@ def created_segments(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
             super().__init__(name=name, create=create, size=size)
 
     with monkeypatch.context() as m:
-        m.setattr(shards, "_SharedBlock", Recording)
+        m.setattr(shards, "SharedBlock", Recording)
         yield names
