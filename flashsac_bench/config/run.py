@@ -42,10 +42,10 @@ class RunConfig:
     # Write a checkpoint every N iterations (0: only at the end and on interruption).
     checkpoint_every: int = 0
     # Periodic checkpoints: the snapshot is taken between iterations, and a background thread
-    # serializes and fsyncs it while training goes on (the ring makes it large: ~1.4 s inline
-    # per checkpoint at 1024 envs on the H200). The next checkpoint and the run's end wait for
-    # it; the final checkpoint is always written inline. It keeps one host buffer of the
-    # ring's size for the run (a checkpoint needed that much memory anyway, while written).
+    # serializes and fsyncs it while training goes on (the replay ring makes it large, so an
+    # inline write would stall the loop). The next checkpoint and the run's end wait for it; the
+    # final checkpoint is always written inline. It keeps one host buffer of the ring's size
+    # for the run (a checkpoint needs that much memory anyway, while written).
     # False: every checkpoint inline.
     background_checkpoints: bool = True
     # Path of a checkpoint to continue from.
@@ -64,25 +64,6 @@ class RunConfig:
     # CUDA: capture the per-iteration act and store steps as small CUDA graphs (every path;
     # see runner.device_steps). Ignored on the CPU.
     capture_device_steps: bool = True
-    # Store tick k's rows in iteration k+1, after releasing the collector for tick k+1 and
-    # before that iteration's update, so the store leaves the iteration's serial path. Every
-    # number stays the same (the update still sees every earlier tick). Off by default: on the
-    # H200 it measured no gain beside the captured store (docs/benchmarks.md, overlap A/B).
-    overlap_store: bool = False
-    # How the envs' tick runs beside the update. True: a collector thread steps the envs (any
-    # env; MuJoCo's thread pool releases the GIL). False: with worker processes and an env that
-    # splits its step (the G1 env), the main thread hands the actions to the workers, launches
-    # the update, then gathers: no thread wake-up or GIL hand-off between the actions and the
-    # workers (runner.collector.InlineCollector); other envs keep the thread (with a warning).
-    # Same numbers either way (tests). The thread stays the default: the inline tick measured
-    # no gain on the H200 (machine start F, docs/benchmarks.md).
-    collector_thread: bool = True
-    # A fresh run steps its random-action iterations (those before learning starts) on a
-    # thread while the learner compiles and captures, and stores them in order once that is
-    # done; every number stays the same (runner.prefill, tests). Off by default, on in
-    # g1_walk_h200, where it was measured on the H200 (docs/benchmarks.md, "Machine start H");
-    # the thread shares the host with the compile. Ignored when resuming.
-    prefill_during_cold_start: bool = False
 
     def __post_init__(self) -> None:
         for key in ("num_envs", "iterations", "summary_last", "log_every"):
