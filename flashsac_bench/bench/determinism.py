@@ -1,7 +1,7 @@
 """Run-to-run determinism of the update cycle (scripts/validate_determinism.py).
 
-Two runs of one seed on the GPU differed from their first update (2026-12-04, B=2048 u16,
-docs/benchmarks.md), while paths compared in lockstep inside one process agree. This says at
+Two runs of one seed on a GPU may differ from their first update, while paths compared in
+lockstep inside one process agree. This says at
 which level the bits stop repeating: the same learner replaying its cycles from a restored
 state (kernel nondeterminism, e.g. atomics); a second learner built in the same process (build
 or compile choices); another process (compare the written fingerprints with --compare).

@@ -10,7 +10,7 @@ The ceiling of a layout is what the same machinery does with no task work: every
 signalling, or the same thread pool), no stage computation for the new state, no observations,
 rewards, terminations or row copies. Unlike the task, it never resets on a fall, so every env is
 put back to its start pose every CEILING_PERIOD control steps (the G1's mean episode length
-under random actions, docs/benchmarks.md) so that it simulates about as many contacts as the
+under random actions) so that it simulates about as many contacts as the
 task does; robots lying on the floor would make the ceiling slower than the task can be.
 """
 

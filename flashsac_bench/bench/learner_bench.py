@@ -98,8 +98,8 @@ def unilab_batches(learner: FlashSACLearner, count: int) -> list[dict[str, torch
 
 def time_unilab(setup: Setup, ours: FlashSACLearner, cycles: int, warmup: int) -> Timing:
     """unilab-rl 1.4.15's whole-cycle graph with default Inductor options (its shipped
-    max-autotune-no-cudagraphs mode can outlast a whole device call compiling: the
-    learner-cycle section of docs/benchmarks.md)."""
+    max-autotune-no-cudagraphs mode autotunes for longer than a benchmark call may take;
+    docs/results.md says what differs from unilab-rl as it ships)."""
     import uni_rl.algos.flash_sac.learner as upstream
 
     original = upstream.get_torch_compile_for_cuda

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             plot_scaling(rows, args.plot)
             print(f"wrote {args.plot}")
-        except ImportError as err:  # the H200 image has no matplotlib: plot later (--plot-from)
+        except ImportError as err:  # a device image without matplotlib: plot later (--plot-from)
             print(f"no plot ({err}); make it with --plot-from {args.output}")
     if failures:
         print(f"\n{len(failures)} configuration(s) failed:", *failures, sep="\n  ", flush=True)

@@ -3,8 +3,7 @@
 Burn-in: eager first trains alone for a few iterations and every path starts from that state:
 Adam's first steps move each element by ~lr * sign(grad), so an element whose gradient is at
 rounding level flips direction between any two summation orders; with some optimizer history
-the comparison measures the arithmetic, not that sign lottery (docs/benchmarks.md, "Numerics of
-the fast paths", has both measured on the H200).
+the comparison measures the arithmetic, not that sign lottery.
 
 Lockstep: before every iteration each fast path is loaded with eager's exact pre-iteration
 state, runs one update cycle, and is compared with eager's post-iteration state. So every

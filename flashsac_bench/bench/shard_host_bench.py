@@ -2,9 +2,9 @@
 
 In a worker process (`envs.shards`) a control step is MuJoCo's physics, then numpy work whose
 cost is mostly per-call overhead, nearly independent of the shard's size: observations, the
-observation noise, rewards, terminations, and the resets of finished envs. On the H200 machine
-a worker holds 34 envs (`g1_walk_fast`, 512 envs) or 68 (`g1_walk_h200`, 1024) and every worker
-must finish before the tick does, so this fixed cost sits on the collector's critical path.
+observation noise, rewards, terminations, and the resets of finished envs. A worker holds a few
+dozen envs and every worker must finish before the tick does, so this fixed cost sits on the
+collector's critical path.
 
 Timed with the physics stubbed out (the state stays where a few real steps left it):
 - a step with no finished env (the physics call is a no-op, everything else runs);

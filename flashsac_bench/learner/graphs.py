@@ -1,38 +1,27 @@
 """Lifetimes of the CUDA graphs this project captures (the learner's cycle, the act / store steps).
 
-Why this exists: GPU tests that build several learners in one process faulted on the H200 with
-"an illegal memory access" at a cudagraph learner's first replay, after an earlier test had
-captured and dropped graphs (docs/benchmarks.md, machine starts H and I). It is torch's cuBLAS
-workspace cache: torch keeps one workspace per (cuBLAS handle, stream); a capture embeds the
-workspace's address in its graph (allocated in the graph's pool if the capture made it); and
+Why this exists: torch keeps one cuBLAS workspace per (cuBLAS handle, stream); a capture embeds
+the workspace's address in its graph (allocated in the graph's pool if the capture made it); and
 destroying a graph drops the workspace of the stream it was captured on, although other live
-graphs captured on that stream may still embed it (pytorch/pytorch#193402, open, which traces
-it to #175276). `torch.cuda.graph` captures on one shared stream. Measured in
-machine start I: with CUBLAS_WORKSPACE_CONFIG=:0:0 (no workspace) the faulting order passed.
-So a graph is destroyed only when nothing captured after it will replay again, and the cache
-is dropped where graphs died:
+graphs captured on that stream may still embed it (pytorch/pytorch#193402). `torch.cuda.graph`
+captures on one shared stream, so a graph that dies while others replay can make their next
+replay fault ("an illegal memory access") or compute garbage. The rules:
 
-- `GraphSet.capture` keeps a graph whose capture failed, or that a new capture replaced, until
-  release, instead of letting it die while graphs captured before it are in use;
+- a graph is destroyed only when nothing captured after it will replay again: `GraphSet.capture`
+  keeps a graph whose capture failed, or that a new capture replaced, until release;
 - an owner `release`s its graphs when it is done (the runner does at the run's end, also on
   failure), and the release then drops torch's cached workspaces;
 - `collect_dead_graphs` runs the garbage collector before a capture if some other owner still
-  holds graphs (a dropped learner in a reference cycle is destroyed now, not at some later
-  collection), and drops the cached workspaces if that destroyed any. In a fresh process
-  nothing else holds graphs and nothing was released, so a run pays nothing and computes what
-  it did before.
+  holds graphs (a dropped learner in a reference cycle dies now, not at a later collection), and
+  drops the cached workspaces if that destroyed any. In a fresh process nothing else holds
+  graphs and nothing was released, so a training run pays nothing and computes what it would
+  without this module.
 
-Not done: dropping the cache before EVERY capture. That stopped the fault too, but then the
-captured cycle and the compile path, run side by side in a fresh process, differed by 2^-16
-where they had agreed to 1e-6 (presumably some GEMM got another cuBLAS(Lt) algorithm). The
-release-time drop above passed on the H200 (machine start J): the GPU test files in one
-process, runner file first, 17 passed. A learner captured after a drop is not bit for bit the
-compile path's (7.6e-6 apart in the dropped-learner test), a training run's one learner is
-(nothing is dropped before its capture). Not covered: an owner still alive
-when another one captures on the shared stream, destroyed while that other one still replays
-(nothing in the runner does this: a run's graphs live until its end). A capture stream of our
-own per owner would cover it, but torch.cuda.Stream() draws from a small per-device pool, so
-two owners could still share one.
+The cache is not dropped before EVERY capture: a capture after a drop takes a fresh workspace,
+and cuBLAS may then choose other algorithms, so the captured cycle would no longer match the
+compile path bit for bit. Not covered: an owner still alive when another one captures on the
+shared stream, destroyed while that other one still replays (nothing in the runner does this:
+a run's graphs live until its end).
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 `Projector` does it for a whole flat parameter vector with one row-wise reduction per distinct
 segment length (the layout keeps equal-length segments adjacent), each a single fused kernel
 under Inductor. The projected vector is then assembled from the per-group pieces (a
-concatenation kernel that re-reads every Adam input, docs/benchmarks.md), or,
-with `gather=True` (path.projection_gather), made by ONE elementwise product with the row
-factors gathered through a static element -> row index (1.0 for unprojected entries): an
-elementwise function of the flat vector, which Inductor can fuse into the gated writes of the
-parameters and the target. Both multiply every element by the same factor: bit-identical.
+concatenation), or, with `gather=True` (the learner's choice on CUDA), made by ONE elementwise
+product with the row factors gathered through a static element -> row index (1.0 for
+unprojected entries): an elementwise function of the flat vector, which Inductor can fuse into
+the gated writes of the parameters and the target instead of a concatenation kernel that
+re-reads every Adam input. Both multiply every element by the same factor: bit-identical.
 Deterministic, and no host sync (segment_reduce's argument checks would break CUDA graph
-capture; a float64 prefix-sum variant was slower, docs/benchmarks.md).
+capture).
 `project_reference` is the literal per-layer definition (F.normalize rows, joint BN affine,
 RMS gamma) that the tests hold it to.
 """

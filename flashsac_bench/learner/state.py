@@ -34,9 +34,8 @@ METRIC_INDEX = {name: i for i, name in enumerate(METRICS)}
 # Every 0-d / 1-element piece of state lives in ONE small vector (`LearnerState.scalars`).
 # Compiled update steps only READ it and return the next vector; the caller copies it back.
 # Why: Inductor may fuse the write of a broadcast-read scalar into a multi-block kernel, and
-# blocks that run later then read the already-updated value (it happened on the H200:
-# docs/benchmarks.md, "Numerics of the fast paths"). Keeping these writes out of compiled
-# graphs rules that out.
+# blocks that run later then read the already-updated value. Keeping these writes out of
+# compiled graphs rules that out.
 SCALARS = (
     "critic.adam.step",
     "actor.adam.step",
