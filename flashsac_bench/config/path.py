@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.keys import flatten
 
 PATHS = ("eager", "compile", "cudagraph")
 # Options the path decides itself (learner.paths): Inductor's own CUDA graphs are on for the
@@ -25,12 +26,14 @@ class PathConfig:
     # the capture; false fails the run instead (for benchmarks that must time the capture).
     fallback_to_compile: bool = True
     # Extra torch._inductor options for the compiled steps, e.g. {max_autotune: true}; the
-    # escape hatch for Inductor's own levers, applied over the path's defaults.
+    # escape hatch for Inductor's own levers, applied over the path's defaults. Nested keys
+    # (`+path.inductor_options.triton.max_tiles=2` on the command line) become dotted ones.
     inductor_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.name not in PATHS:
             raise ConfigError(f"path.name must be one of {PATHS}, got {self.name!r}")
+        self.inductor_options = flatten(dict(self.inductor_options))
         owned = sorted(set(self.inductor_options) & set(PATH_OWNED_INDUCTOR_OPTIONS))
         if owned:
             raise ConfigError(
