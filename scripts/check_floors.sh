@@ -103,6 +103,9 @@ step "pytest at its floor (the walk-median helper's tests)"
 step "ruff at its floor: ruff check and ruff format --check"
 (cd "$repo" && "$work/venv/bin/ruff" check . && "$work/venv/bin/ruff" format --check .)
 
+step "everything that was installed"
+"$py" -m pip freeze --exclude-editable
+
 if [ -n "${MUJOCO_BELOW:-}" ]; then
   step "below the floor: mujoco==$MUJOCO_BELOW (expected to fail)"
   "$py" -m pip install -q "mujoco==$MUJOCO_BELOW"

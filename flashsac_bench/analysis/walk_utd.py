@@ -119,7 +119,8 @@ class WalkMedian:
 
     def text(self) -> str:
         """E.g. "55.9 s [36.4-72.0], n=21" or "110.6 s [95.4-149.9; 2 of 14 not within
-        120.0/175.0], n=14"; "> 120.0 s [...]" where the median run did not walk."""
+        120.0/175.0], n=14"; "> 120.0 s [...]" where the median run did not walk; "828.1 s,
+        n=1" for one run."""
         known = sorted({t for t in self.limits_s if math.isfinite(t)})
         limits = "/".join(_s(t) for t in known) or "?"
         if not self.walked:
@@ -127,6 +128,8 @@ class WalkMedian:
         median = (
             _s(self.median_s) if self.median_s is not None else f"> {_s(min(known, default=None))}"
         )
+        if self.n == 1:
+            return f"{median} s, n=1"
         spread = f"{_s(self.low_s)}-{_s(self.high_s)}"
         if self.limits_s:
             spread += f"; {len(self.limits_s)} of {self.n} not within {limits}"

@@ -85,6 +85,7 @@ def test_walk_median_over_all_runs():
     m = walk_median([90.0, None], [None, 120.0])
     assert m.median_s is None and m.text() == "> 120.0 s [90.0-90.0; 1 of 2 not within 120.0], n=2"
     assert walk_median([None], [60.0]).text() == "not within 60.0 s, n=1"
+    assert walk_median([828.1]).text() == "828.1 s, n=1"
 
 
 def test_settings_differing_only_in_num_envs_are_separate_rows():
