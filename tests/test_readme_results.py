@@ -1,4 +1,5 @@
-"""The README's results table, recomputed from the raw rows it cites in docs/results/.
+"""The README's results table (and its copy atop docs/results.md), recomputed from the raw rows
+it cites in docs/results/.
 
 Every cell is a median over all selected runs with its range and n (time to walk: a run that
 did not walk counts, analysis.walk_utd.walk_median); a cell reads "not measured" exactly where
@@ -135,10 +136,12 @@ def expected(label: str, column: str) -> str:
     return walk_median(times, [None if r["reached"] else _limit(r) for r in rows]).text()
 
 
-def readme_table() -> dict[tuple[str, str], str]:
+def results_table(doc: str) -> dict[tuple[str, str], str]:
     """The table whose header's first cell starts with "H200": {(row label, column): cell}."""
-    lines = (ROOT / "README.md").read_text().splitlines()
-    start = next(i for i, ln in enumerate(lines) if ln.startswith("| H200"))
+    lines = (ROOT / doc).read_text().splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("| H200")), None)
+    if start is None:
+        return {}
     header = [c.strip() for c in lines[start].strip("|").split("|")]
     cells = {}
     for ln in lines[start + 2 :]:
@@ -150,23 +153,28 @@ def readme_table() -> dict[tuple[str, str], str]:
     return cells
 
 
-TABLE = readme_table() if (ROOT / "README.md").read_text().count("| H200") else {}
+# The README's table, and the same table at the top of docs/results.md.
+DOCS = ("README.md", "docs/results.md")
+TABLE = results_table("README.md")
+CELLS = [(doc, label, column) for doc in DOCS for label, column in sorted(results_table(doc))]
 
 
-@pytest.mark.parametrize("label,column", sorted(TABLE), ids=lambda x: str(x))
-def test_readme_cell_is_its_raw_rows(label, column):
-    assert TABLE[(label, column)] == expected(label, column)
+@pytest.mark.parametrize("doc,label,column", CELLS, ids=lambda x: str(x))
+def test_table_cell_is_its_raw_rows(doc, label, column):
+    assert results_table(doc)[(label, column)] == expected(label, column)
 
 
-def test_the_table_has_every_row_and_column():
-    labels = {label for label, _ in TABLE}
+@pytest.mark.parametrize("doc", DOCS)
+def test_the_table_has_every_row_and_column(doc):
+    table = results_table(doc)
+    labels = {label for label, _ in table}
     assert {lb.split(" (")[0] for lb in labels} >= {
         "learner cycle, B=256 u8",
         "unilab-rl / cudagraph, one process",
         "time to walk, `g1_walk_h200`",
         "time to walk, `g1_walk_fast`",
     }
-    assert {c for _, c in TABLE} == {"eager", "compile", "cudagraph", "unilab-rl 1.4.15"}
+    assert {c for _, c in table} == {"eager", "compile", "cudagraph", "unilab-rl 1.4.15"}
 
 
 def test_a_changed_row_changes_the_expected_cell(monkeypatch):
