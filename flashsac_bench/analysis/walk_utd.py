@@ -160,11 +160,7 @@ def walk_median(times: list[float | None], limits: list[float | None] | None = N
 
 def _median(values: list[float]) -> float | None:
     """Median where inf (a run that did not get there) sorts last; inf when it is the middle."""
-    if not values:
-        return None
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+    return statistics.median(values) if values else None
 
 
 def _setting(r: dict[str, Any]) -> tuple[int, int, str, int]:
