@@ -2,7 +2,7 @@
 """1000 replays of the captured update cycle: memory, step counts, metric slots (CUDA only).
 
   python scripts/validate_replay_stability.py --replays 1000 --batch-size 2048 --updates 8 \
-      --output docs/results/replay_stability/2026-12-03/b2048_u8.json
+      --output replay_b2048_u8.json
 """
 
 from __future__ import annotations
