@@ -66,14 +66,14 @@ def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
         OMP_NUM_THREADS="1",
     )
     args = [*cli_overrides(8, 100_000), "backend.workers=2", f"hydra.run.dir={run_dir}"]
-    log = tmp_path / "stderr.txt"
-    with open(log, "w") as stderr:
+    log = tmp_path / "output.txt"  # stdout (the progress lines) and stderr
+    with open(log, "w") as output:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flashsac_bench", *args, "run.log_every=4"],
             cwd=tmp_path,
             env=environ,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
+            stdout=output,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
@@ -81,7 +81,7 @@ def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
         while "iter 8/" not in log.read_text() and time.monotonic() < deadline:
             assert proc.poll() is None, log.read_text()[-3000:]
             time.sleep(0.2)
-        assert marker.exists(), log.read_text()[-3000:]
+        assert "iter 8/" in log.read_text() and marker.exists(), log.read_text()[-3000:]
         workers = json.loads(marker.read_text())
         os.killpg(proc.pid, signal.SIGINT)  # in the training loop now
         proc.wait(timeout=60)
