@@ -3,8 +3,8 @@
 A walk-sized run's checkpoint holds its whole replay ring: written inline, serializing and
 fsyncing it would stall the loop for seconds. The main thread still takes the snapshot between
 iterations (every device -> host copy, so the file holds exactly that iteration's state); this
-thread only serializes, fsyncs and renames it. One write at a time: the next checkpoint, the run's end and
-a failure all wait for the write in flight, so no checkpoint is lost or torn.
+thread only serializes, fsyncs and renames it. One write at a time: the next checkpoint, the
+run's end and a failure all wait for the write in flight, so no checkpoint is lost or torn.
 """
 
 from __future__ import annotations
