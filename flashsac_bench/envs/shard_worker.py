@@ -1,4 +1,5 @@
-"""The worker process's side of `envs.shards`, and the shared memory both sides map.
+"""What `envs.shards` and its worker processes share: the shard interface, the layout of the
+arrays (`ArraySpec`) in the shared-memory block both sides map, and the worker's side.
 
 A worker maps the parent's shared-memory block, builds its shard on its row views, answers
 "ok" (or a one-line error), then serves commands from its pipe in order until "close", the
@@ -9,19 +10,73 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import multiprocessing.connection as mpc
 import os
 import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.shared_memory import SharedMemory
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from flashsac_bench.envs.shards import ArraySpec, Shard, ShardFactory
+_ALIGN = 64
+
+
+class Shard(Protocol):
+    """What an executor calls on each shard. Methods other than these may be `call`ed too."""
+
+    def reset(self) -> None: ...
+
+    def step(self, *args: Any) -> None: ...
+
+    def get_state(self) -> dict[str, Any]: ...
+
+    def set_state(self, state: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# (lo, hi, row views of every array) -> the shard of envs [lo, hi). Must be picklable (it is
+# sent to the worker processes): a module-level class instance or function.
+ShardFactory = Callable[[int, int, dict[str, np.ndarray]], Shard]
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """Named per-env arrays: name -> (shape of one env's row, dtype)."""
+
+    fields: tuple[tuple[str, tuple[int, ...], str], ...]
+
+    def _layout(
+        self, num_envs: int
+    ) -> tuple[list[tuple[str, tuple[int, ...], np.dtype, int]], int]:
+        entries, offset = [], 0
+        for name, row_shape, dtype in self.fields:
+            dt = np.dtype(dtype)
+            shape = (num_envs, *row_shape)
+            entries.append((name, shape, dt, offset))
+            size = int(np.prod(shape)) * dt.itemsize
+            offset += -(-size // _ALIGN) * _ALIGN
+        return entries, max(offset, _ALIGN)
+
+    def nbytes(self, num_envs: int) -> int:
+        return self._layout(num_envs)[1]
+
+    def views(self, buffer: Any, num_envs: int) -> dict[str, np.ndarray]:
+        # frombuffer holds a buffer export: the mapping cannot be closed under a live view
+        # (np.ndarray(buffer=...) holds none, and a view would then dangle).
+        entries, _ = self._layout(num_envs)
+        return {
+            name: np.frombuffer(buffer, dtype=dt, count=math.prod(shape), offset=offset).reshape(
+                shape
+            )
+            for name, shape, dt, offset in entries
+        }
 
 
 class SharedBlock(SharedMemory):

@@ -19,13 +19,12 @@ and unlinks the shared memory, also after any of these. Workers also end on thei
 parent dies (the pipe closes; on Linux the kernel also sends them SIGKILL), and they ignore
 SIGINT, so a Ctrl-C reaches only the parent, which then stops them in order. If the parent is
 killed, multiprocessing's resource tracker unlinks the block once the workers are gone. The
-worker's side of this is `envs.shard_worker`.
+shard interface, the arrays' layout and the worker's side are in `envs.shard_worker`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
@@ -35,75 +34,31 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from flashsac_bench.envs.shard_worker import SharedBlock, rows, worker_main
+from flashsac_bench.envs.shard_worker import (
+    ArraySpec,
+    Shard,
+    ShardFactory,
+    SharedBlock,
+    rows,
+    worker_main,
+)
 
 SHM_PREFIX = "flashsac_"
 DEFAULT_STEP_TIMEOUT_S = 10.0  # below the runner's collector timeout, so this error wins
 START_TIMEOUT_S = 180.0  # spawn + imports + model build, on a loaded machine
 STATE_TIMEOUT_S = 120.0
-_ALIGN = 64
 
 
 class EnvWorkerError(RuntimeError):
     """A worker process failed, died or hung; the message names it and its env range."""
 
 
-class Shard(Protocol):
-    """What an executor calls on each shard. Methods other than these may be `call`ed too."""
-
-    def reset(self) -> None: ...
-
-    def step(self, *args: Any) -> None: ...
-
-    def get_state(self) -> dict[str, Any]: ...
-
-    def set_state(self, state: dict[str, Any]) -> None: ...
-
-    def close(self) -> None: ...
-
-
-# (lo, hi, row views of every array) -> the shard of envs [lo, hi). Must be picklable (it is
-# sent to the worker processes): a module-level class instance or function.
-ShardFactory = Callable[[int, int, dict[str, np.ndarray]], Shard]
 # Called with a shard's env range [lo, hi) once its reply says those rows are written.
 RowsReady = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class ArraySpec:
-    """Named per-env arrays: name -> (shape of one env's row, dtype)."""
-
-    fields: tuple[tuple[str, tuple[int, ...], str], ...]
-
-    def _layout(
-        self, num_envs: int
-    ) -> tuple[list[tuple[str, tuple[int, ...], np.dtype, int]], int]:
-        entries, offset = [], 0
-        for name, row_shape, dtype in self.fields:
-            dt = np.dtype(dtype)
-            shape = (num_envs, *row_shape)
-            entries.append((name, shape, dt, offset))
-            size = int(np.prod(shape)) * dt.itemsize
-            offset += -(-size // _ALIGN) * _ALIGN
-        return entries, max(offset, _ALIGN)
-
-    def nbytes(self, num_envs: int) -> int:
-        return self._layout(num_envs)[1]
-
-    def views(self, buffer: Any, num_envs: int) -> dict[str, np.ndarray]:
-        # frombuffer holds a buffer export: the mapping cannot be closed under a live view
-        # (np.ndarray(buffer=...) holds none, and a view would then dangle).
-        entries, _ = self._layout(num_envs)
-        return {
-            name: np.frombuffer(buffer, dtype=dt, count=math.prod(shape), offset=offset).reshape(
-                shape
-            )
-            for name, shape, dt, offset in entries
-        }
 
 
 def split_ranges(num_envs: int, parts: int) -> list[tuple[int, int]]:
