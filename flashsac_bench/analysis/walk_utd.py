@@ -99,7 +99,8 @@ LEVERS = (
 
 
 def path_label(tc: dict[str, Any], path: str) -> str:
-    """The executor that ran the cycle, then every lever that was on: "cudagraph + prefill"."""
+    """The executor that ran the cycle, then every lever that was on: "cudagraph + prefill".
+    Recorded runs of removed levers keep their own settings apart from the default's."""
     levers = [label for key, label in LEVERS if tc.get(key)]
     if tc.get("collector") == "inline":
         levers.append("inline tick")

@@ -79,7 +79,7 @@ def build_learner(
 
 def add_setup_arguments(ap: argparse.ArgumentParser) -> None:
     """The synthetic setup's flags shared by the validators that run on CPU or GPU
-    (validate_numerics.py, validate_determinism.py); setup_from_args reads them."""
+    (validate_numerics.py, validate_replay_stability.py); setup_from_args reads them."""
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     ap.add_argument("--batch-size", type=int, default=256)

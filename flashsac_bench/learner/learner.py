@@ -290,13 +290,9 @@ class FlashSACLearner:
         return torch.tanh(mean + torch.exp(log_std) * noise)
 
     @torch.no_grad()
-    def act_random(self, num: int, rng: CounterRNG | None = None) -> torch.Tensor:
-        """Uniform actions in [-1, 1] (before learning starts), drawn from the learner's RNG or
-        from `rng`, its host twin (runner.prefill): the same bits either way."""
-        u = (self.state.rng if rng is None else rng).uniform(
-            STREAM_RANDOM_ACTION, (num, self.dims.action)
-        )
-        return 2.0 * u - 1.0
+    def act_random(self, num: int) -> torch.Tensor:
+        """Uniform actions in [-1, 1] (before learning starts), from the learner's RNG."""
+        return 2.0 * self.state.rng.uniform(STREAM_RANDOM_ACTION, (num, self.dims.action)) - 1.0
 
     @torch.no_grad()
     def act_deterministic(self, obs: torch.Tensor) -> torch.Tensor:

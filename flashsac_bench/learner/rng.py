@@ -88,15 +88,6 @@ class CounterRNG:
         """Whether the hash runs as compiled code (compile_hash was called)."""
         return self._hash is not counter_bits
 
-    def host_twin(self) -> CounterRNG:
-        """A CPU generator with this one's key and current counter: its draws are the draws this
-        one would make next, bit for bit (integer arithmetic), computed on the host. The eager
-        hash, whether or not this one's is compiled (they give the same bits)."""
-        twin = CounterRNG(0, "cpu")
-        twin.key = self.key.detach().to("cpu", copy=True)
-        twin.counter = self.counter.detach().to("cpu", copy=True)
-        return twin
-
     def _salt(self, stream: int) -> torch.Tensor:
         salt = self._salts.get(stream)
         if salt is None:

@@ -59,7 +59,7 @@ def test_the_config_stays_small():
 
 
 def test_no_removed_lever_exists_in_any_preset():
-    from test_config import PRESETS
+    from tests.config.test_config import PRESETS
 
     for preset in PRESETS:
         keys = set(leaf_keys([f"+experiment={preset}"]))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from test_config import composed
-
 from flashsac_bench.config import to_config
+from tests.config.test_config import composed
 
 
 def test_the_gpu_presets_are_the_cuda_base_under_their_own_name():

@@ -24,12 +24,11 @@ except ImportError as err:  # a user's plain install
         allow_module_level=True,
     )
 
-import crosscheck_lib as X
-
 from flashsac_bench.interop import unilab as ui
 from flashsac_bench.learner.distributional import categorical_projection
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.projection import Projector
+from tests.interop import crosscheck_lib as X
 
 if uni_rl.__version__ != ui.UNILAB_RL_VERSION:
     pytest.skip(

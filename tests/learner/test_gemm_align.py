@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import tiny_learner
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.learner.layout import ROWS
 from flashsac_bench.learner.networks import Network, aligned, critic_distribution, param_views
+from tests.learner.helpers import tiny_learner
 
 
 def test_aligned_rounds_up() -> None:

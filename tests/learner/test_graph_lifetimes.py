@@ -1,7 +1,8 @@
 """learner.graphs: when the project's CUDA graphs are destroyed, and that torch's cached cuBLAS
 workspaces are dropped after (and only after) graphs died (learner/graphs.py says why). On the
-CPU the graphs and the cache are stand-ins. The runner's release: tests/runner/test_runner_faults.py; the GPU case:
-tests/learner/test_gpu_paths.py::test_a_dropped_learners_graphs_die_before_the_next_capture."""
+CPU the graphs and the cache are stand-ins. The runner's release:
+tests/runner/test_runner_faults.py; the GPU case: tests/learner/test_gpu_paths.py,
+test_a_dropped_learners_graphs_die_before_the_next_capture."""
 
 from __future__ import annotations
 

@@ -10,11 +10,11 @@ is repeated on the graph AOTAutograd hands to Inductor for the compiled path.
 from __future__ import annotations
 
 import torch
-from helpers import BATCH, DIMS, tiny_learner
 from torch._dynamo.backends.common import aot_autograd
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from flashsac_bench.learner.layout import ROWS
+from tests.learner.helpers import BATCH, DIMS, tiny_learner
 
 MATMULS = {torch.ops.aten.bmm.default, torch.ops.aten.mm.default, torch.ops.aten.matmul.default}
 

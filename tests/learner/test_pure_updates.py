@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import BATCH, DIMS, state_diff, tiny_learner
 from torch._dynamo.backends.common import aot_autograd
 from torch._guards import TracingContext
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from flashsac_bench.learner import paths
 from flashsac_bench.learner.update import actor_update, critic_update
+from tests.learner.helpers import BATCH, DIMS, state_diff, tiny_learner
 
 
 class WriteRecorder(TorchDispatchMode):

@@ -6,10 +6,10 @@ import math
 
 import pytest
 import torch
-from helpers import BATCH, DIMS, fill_ring, state_diff, tiny_learner
 
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.learner import plan_cycle
+from tests.learner.helpers import BATCH, DIMS, fill_ring, state_diff, tiny_learner
 
 ALWAYS_CHANGES = {"rng.counter", "metrics"}
 
