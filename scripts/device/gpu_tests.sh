@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One device call (issue 13; <= 10 min): the GPU tests, four ways at once.
-#   a. this tree, runner file first then learner file, in ONE process (the order that faulted
-#      with torch 2.11 in machine starts H and I: a stale cached cuBLAS workspace);
+# One device call (<= 10 min): the GPU tests, four ways at once.
+#   a. this tree, runner file first then learner file, in ONE process (graphs of one test must
+#      not break another's: learner/graphs.py);
 #   b. this tree, each file alone in its own process;
 #   c. BASE_TREE (optional: an export of another commit, `git archive <commit> | tar -x -C DIR`)
 #      in the one-process order, to tell a change's effect from the order fault.

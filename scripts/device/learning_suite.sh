@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (issue 16; <= 10 min): learning evidence.
+# One device call (<= 10 min): learning evidence.
 #   1. alone: the compile path's walk (+experiment=g1_walk_h200 path=compile, seed 1) to the
 #      walking thresholds (run.stop_at_walk) under WALK_LIMIT s: its measured time to walk;
 #   2. then, all at once (per-iteration numbers depend only on the seed, not on the machine's

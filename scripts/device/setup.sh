@@ -12,8 +12,7 @@ if compgen -G ".whl/*.whl" > /dev/null; then
 fi
 export PYTHONUNBUFFERED=1
 # The lent machine's image sets PYTHONDONTWRITEBYTECODE=1 and torch's install has no bytecode
-# cache, so every process compiled torch's sources anew: importing torch + Dynamo + Inductor took
-# 15-18 s there against 6 s with a cache (2026-12-04, docs/benchmarks.md), inflating each run's
+# cache, so every process would compile torch's sources anew on import, inflating each run's
 # setup by seconds a normal pip install does not pay. Cache the bytecode in /tmp instead.
 if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
   unset PYTHONDONTWRITEBYTECODE

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (issue 16): the walking G1 (+experiment=$EXPERIMENT, default g1_walk_h200) at
+# One device call: the walking G1 (+experiment=$EXPERIMENT, default g1_walk_h200) at
 # several update-to-data ratios, env counts and seeds, each run ending at the walking thresholds
 # (run.stop_at_walk) or its time limit, optionally evaluated (16 episodes of 1000 steps +
 # EVAL_ARGS). Runs in the order given, each only if it can finish before the deadline. Keeps
@@ -17,7 +17,7 @@
 # i.e. on num_envs). EVAL=1 evaluates each run's final policy right after it, EVAL=end all of
 # them at once after the last run (EVAL_ARGS: extra options, EVAL_TIMEOUT: the limit in s).
 # PROBE=N times MuJoCo alone at N envs in 15 worker processes, before the first run and after
-# the last (~30 s each): machine starts differ in CPU speed, and this says by how much.
+# the last: machines of one kind differ in CPU speed, and this says by how much.
 source scripts/device/setup.sh
 source scripts/device/lib.sh
 DEADLINE=${1:-570}; PLAN=${2:-"8:1:170"}; shift 2 || true
