@@ -13,7 +13,7 @@ path=compile,cudagraph run.seed=1,2,3`), analysed only:
 
 Every run is composed exactly as `python -m flashsac_bench +experiment=<preset> path=<p>
 run.seed=<s> run.iterations=<N> run.tensorboard=true [--override ...]` composes it (Hydra compose,
-`to_config`, `hydra_app.train`) into OUT/runs/<path>_s<seed>/; a complete run with the same
+`to_config`, `cli.train.train`) into OUT/runs/<path>_s<seed>/; a complete run with the same
 settings is reused (--fresh re-runs). Curves come from each run's summary.json `rows_all`
 (reward/mean, mean episode length / return of the last 100 episodes, wall-clock) and its
 TensorBoard `Reward/tracking_*` scalars (one point per run.log_every iterations; shown as the

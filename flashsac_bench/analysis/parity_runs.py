@@ -162,8 +162,8 @@ def run_grid(args: argparse.Namespace, out: Path) -> list[Path]:
     balanced); reuse complete runs of the same settings unless --fresh."""
     from hydra import compose, initialize_config_module
 
+    from flashsac_bench.cli.train import train
     from flashsac_bench.config import register_configs, to_config
-    from flashsac_bench.hydra_app import train
     from flashsac_bench.runner.resume import earlier_outputs
 
     register_configs()

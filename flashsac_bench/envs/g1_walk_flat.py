@@ -92,8 +92,8 @@ from flashsac_bench.envs.g1_shard import (
     array_spec,
     build_task_model,
 )
+from flashsac_bench.envs.host_stats import array_mean
 from flashsac_bench.envs.shards import InlineShards, ProcessShards
-from flashsac_bench.host_stats import array_mean
 
 __all__ = [
     "ACTION",

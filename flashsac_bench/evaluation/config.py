@@ -43,7 +43,7 @@ class EvalConfig:
     push_velocity: list[float] = field(default_factory=lambda: [0.0, 0.75, 0.0])  # m/s, world
 
     def __post_init__(self) -> None:
-        # ConfigError: one line on the command line (flashsac_bench.cli_errors).
+        # ConfigError: one line on the command line (flashsac_bench.cli.errors).
         self.robustness = condition_names(self.robustness)
         if self.push_step < 1:
             raise ConfigError(f"push_step must be >= 1, got {self.push_step}")

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from flashsac_bench.envs.api import EnvStep, VecEnv
+from flashsac_bench.envs.host_stats import array_mean
 from flashsac_bench.envs.shards import straggler_ms
-from flashsac_bench.host_stats import array_mean
 from flashsac_bench.learner.replay import RowLayout
 
 # How long the main thread waits for one env tick before declaring the collector hung: inside

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from flashsac_bench.cli_errors import debug_enabled
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.checkpoint import checkpoint_path, is_learner_only, save_checkpoint
@@ -284,10 +283,8 @@ def record_failure(records: Records, err: BaseException) -> None:
         records.record_deferred(None, None)
         records.write_summary()
     except Exception as write_err:  # noqa: BLE001 - never mask the original error
-        if debug_enabled():
-            log.exception("could not write the partial summary")
-        else:
-            log.error("could not write the partial summary: %s", write_err)
+        log.error("could not write the partial summary: %s", write_err)
+        log.debug("the partial summary's write failed", exc_info=write_err)
 
 
 def release_quietly(release: Callable[[], None], what: str) -> None:

@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from flashsac_bench.checks import check_runtime
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
@@ -102,8 +101,8 @@ class Runner:
     # ------------------------------------------------------------------ entry
     def run(self) -> dict[str, Any]:
         self._run_t0 = time.perf_counter()  # run.time_limit_s counts from here (incl. setup)
-        # Everything that can refuse the run does so before the run dir exists.
-        check_runtime(self.cfg, self.env_factory)
+        # The config is checked (flashsac_bench.cli); what the run itself can refuse (its
+        # resume checkpoint) it refuses before the run dir exists.
         plan = lifecycle.plan_run_resume(self.records)
         if plan.skip:  # run.resume=auto: this run is complete
             return self._existing_summary()

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashsac_bench.cli_errors import UsageError
+from flashsac_bench.cli.errors import UsageError
+from flashsac_bench.cli.evaluate import TOOL
+from flashsac_bench.cli.tool import compose_options
 from flashsac_bench.config import to_config
-from flashsac_bench.evaluate import TOOL
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.render import frame_stride
 from flashsac_bench.evaluation.rollout import episode_quotas, rollout, step_metrics
-from flashsac_bench.tool_app import compose_options
 
 SIGMA = 0.25
 KW = dict(lin_vel_scale=2.0, gyro_scale=0.25, tracking_sigma=SIGMA, ctrl_dt=0.02)

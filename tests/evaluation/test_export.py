@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from flashsac_bench.config.learner import LearnerConfig
-from flashsac_bench.config.update import UpdateConfig
-from flashsac_bench.export import (
-    DeterministicActor,
+from flashsac_bench.cli.export import (
     export_checkpoint,
     export_onnx,
     export_torchscript,
     load_torchscript,
-    load_trained_learner,
     onnx_available,
 )
+from flashsac_bench.config.learner import LearnerConfig
+from flashsac_bench.config.update import UpdateConfig
+from flashsac_bench.evaluation.policy import DeterministicActor
+from flashsac_bench.evaluation.trained import load_trained_learner
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 DIMS = Dims(obs=9, critic_obs=11, action=4)

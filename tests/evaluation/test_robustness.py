@@ -7,12 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from flashsac_bench.cli_errors import UsageError
+from flashsac_bench.cli.errors import UsageError
+from flashsac_bench.cli.evaluate import TOOL, evaluate
+from flashsac_bench.cli.tool import compose_options
 from flashsac_bench.config.backend import BackendConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.task import CommandRanges, TaskConfig
 from flashsac_bench.envs import make_env
-from flashsac_bench.evaluate import TOOL, evaluate
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.robustness import (
     CONDITIONS,
@@ -22,7 +23,6 @@ from flashsac_bench.evaluation.robustness import (
     env_layout,
     make_condition,
 )
-from flashsac_bench.tool_app import compose_options
 
 EDGES = [
     [1.0, 0.0, 0.0],

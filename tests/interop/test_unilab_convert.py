@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from flashsac_bench import convert
+from flashsac_bench.cli import convert
 from flashsac_bench.interop import unilab as ui
 from flashsac_bench.runner.checkpoint import LEARNER_ONLY, load_checkpoint
 
@@ -55,7 +55,14 @@ def compose(overrides: list[str]):
 
 
 def run_convert(overrides: list[str]) -> int:
-    return convert._main(compose(overrides))
+    """One conversion job, its options typed and checked as the command line does."""
+    from omegaconf import OmegaConf
+
+    from flashsac_bench.cli.tool import typed_options
+
+    cfg = compose(overrides)
+    options = typed_options(convert.TOOL, cfg)
+    return convert.TOOL.job(options, OmegaConf.to_container(cfg, resolve=True))
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -130,8 +137,9 @@ def load_with_unilab(learner, path: Path) -> int:
 # ---------------------------------------------------------------------------- UniLab -> ours
 @needs_unilab
 def test_unilab_checkpoint_converts_evaluates_and_exports(tmp_path, monkeypatch):
-    from flashsac_bench.evaluate import EvalConfig, evaluate
-    from flashsac_bench.export import export_checkpoint, load_torchscript
+    from flashsac_bench.cli.evaluate import evaluate
+    from flashsac_bench.cli.export import export_checkpoint, load_torchscript
+    from flashsac_bench.evaluation.config import EvalConfig
 
     monkeypatch.chdir(tmp_path)  # MuJoCo writes MUJOCO_LOG.TXT into the cwd on warnings
     theirs = unilab_learner(98, 101, 29, gamma=0.97)  # G1 sizes, as UniLab trains them
@@ -164,7 +172,7 @@ def test_unilab_checkpoint_converts_evaluates_and_exports(tmp_path, monkeypatch)
 
 @needs_unilab
 def test_learner_only_checkpoint_resumes_training(tmp_path, fake_env_factory):
-    from flashsac_bench.hydra_app import train
+    from flashsac_bench.cli.train import train
     from flashsac_bench.runner.device_steps import DeviceSteps
     from tests.fakes.fake_env import FakeEnv
     from tests.fakes.runs import read_summary, tiny_config
@@ -225,7 +233,7 @@ def test_unprojected_unilab_networks_warn(tmp_path, fake_env_factory, capsys):
 @pytest.fixture(scope="module")
 def our_run(tmp_path_factory):
     """A tiny run of ours (fake env, tiny learner) with a final checkpoint."""
-    from flashsac_bench.hydra_app import train
+    from flashsac_bench.cli.train import train
     from tests.fakes.fake_env import FakeEnv
     from tests.fakes.runs import tiny_config
 
@@ -242,7 +250,7 @@ def our_run(tmp_path_factory):
 def test_our_checkpoint_loads_into_unilab_and_acts_identically(our_run, tmp_path):
     from uni_rl.algos.flash_sac import FlashSACLearner
 
-    from flashsac_bench.export import load_trained_learner
+    from flashsac_bench.evaluation.trained import load_trained_learner
 
     assert run_convert([f"source={our_run}", "unilab_device=cpu", f"out={tmp_path}/m.pt"]) == 0
     sd = torch.load(tmp_path / "m.pt", weights_only=True)  # plain tensors and containers
@@ -279,7 +287,7 @@ def test_our_checkpoint_round_trips_through_the_unilab_format_without_uni_rl(
     our_run, tmp_path, fake_env_factory
 ):
     """No unilab-rl needed: ours -> UniLab file -> ours restores every converted tensor."""
-    from flashsac_bench.export import load_trained_learner
+    from flashsac_bench.evaluation.trained import load_trained_learner
 
     assert run_convert([f"source={our_run}", "unilab_device=cuda", f"out={tmp_path}/m.pt"]) == 0
     sd = torch.load(tmp_path / "m.pt", weights_only=True)

@@ -147,3 +147,18 @@ def test_a_cycle_through_a_package_init_is_found(tmp_path):
 def test_no_import_cycle_in_the_package():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_product_knows_no_cli():
+    """The command lines call the product and turn its errors into one line, never the other
+    way round: nothing in the runner, learner, envs, config, evaluation, interop or bench
+    imports flashsac_bench.cli."""
+    real = import_graph()
+    product = ("runner", "learner", "envs", "config", "evaluation", "interop", "bench")
+    offenders = {
+        module: sorted(dep for dep in deps if dep.startswith(f"{PACKAGE}.cli"))
+        for module, deps in real.items()
+        if module.split(".")[1:2] and module.split(".")[1] in product
+    }
+    assert f"{PACKAGE}.cli.train" in real[f"{PACKAGE}.__main__"]  # the detector sees the CLI
+    assert not {m: d for m, d in offenders.items() if d}

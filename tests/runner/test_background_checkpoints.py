@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from flashsac_bench.hydra_app import train
+from flashsac_bench.cli.train import train
 from flashsac_bench.runner import checkpoint as ckpt_mod
 from flashsac_bench.runner import lifecycle
 from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint

@@ -3,7 +3,7 @@ and every row is complete when it is built."""
 
 from __future__ import annotations
 
-from flashsac_bench.hydra_app import train
+from flashsac_bench.cli.train import train
 from flashsac_bench.learner.state import METRICS
 from flashsac_bench.runner.collector import Collector
 from flashsac_bench.runner.records import Records

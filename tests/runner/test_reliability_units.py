@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from flashsac_bench import cli_errors
+from flashsac_bench.cli import errors as cli_errors
+from flashsac_bench.cli.train import train
 from flashsac_bench.config import Config
 from flashsac_bench.config.keys import flatten
-from flashsac_bench.hydra_app import train
 from flashsac_bench.runner import checkpoint as ckpt_mod
 from flashsac_bench.runner.checkpoint import CheckpointError, checkpoint_path, save_checkpoint
 from flashsac_bench.runner.liveness import (

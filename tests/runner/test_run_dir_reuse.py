@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from flashsac_bench.hydra_app import train
+from flashsac_bench.cli.train import train
 from flashsac_bench.runner.resume import RunDirInUseError, earlier_outputs
 from tests.fakes.fake_env import make_env
 from tests.fakes.runs import read_summary, tiny_config

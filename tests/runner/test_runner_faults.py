@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from flashsac_bench.hydra_app import train
+from flashsac_bench.cli.train import train
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, CollectorError

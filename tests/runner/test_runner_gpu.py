@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from flashsac_bench.bench.synthetic import Setup, build_learner
-from flashsac_bench.hydra_app import train
+from flashsac_bench.cli.train import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.device_steps import DeviceSteps

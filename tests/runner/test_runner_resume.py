@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from flashsac_bench.hydra_app import train
+from flashsac_bench.cli.train import train
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import (
     checkpoint_path,

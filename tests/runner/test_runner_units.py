@@ -123,7 +123,7 @@ def test_write_json_is_strict_and_atomic(tmp_path):
 
 
 def test_a_factory_that_returns_no_vec_env_fails_clearly(tmp_path):
-    from flashsac_bench.hydra_app import train
+    from flashsac_bench.cli.train import train
     from tests.fakes.runs import tiny_config
 
     with pytest.raises(TypeError, match="returned dict, not a VecEnv"):
@@ -133,7 +133,7 @@ def test_a_factory_that_returns_no_vec_env_fails_clearly(tmp_path):
 def test_the_tick_means_are_np_mean_bit_for_bit():
     """The faster mean of the collector (reward/mean, Reward/<term>, run.stop_at_walk's
     tracking) and the env's metrics."""
-    from flashsac_bench.host_stats import array_mean
+    from flashsac_bench.envs.host_stats import array_mean
 
     rng = np.random.default_rng(5)
     for dtype in (np.float32, np.float64):

@@ -7,14 +7,14 @@ import math
 
 import pytest
 
-from flashsac_bench.config import to_config
-from flashsac_bench.runtime_estimate import (
+from flashsac_bench.cli.runtime_estimate import (
     OP_OVERHEAD_S,
     S_PER_MAC,
     cpu_warning,
     cycle_row_macs,
     estimate_cpu_run,
 )
+from flashsac_bench.config import to_config
 
 ONE_THREAD = {"hardware": {"name": "cpu", "device": "cpu", "torch_threads": 1}}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from flashsac_bench.hydra_app import train
+from flashsac_bench.cli.train import train
 from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint
 from flashsac_bench.runner.collector import CollectorError
 from tests.fakes.fake_env import FakeEnv, SplitFakeEnv

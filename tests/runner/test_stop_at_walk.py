@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from flashsac_bench.cli.train import train
 from flashsac_bench.config import run as run_config
-from flashsac_bench.hydra_app import train
 from tests.fakes.fake_env import FakeEnv
 from tests.fakes.runs import read_summary, tiny_config
 

@@ -1,0 +1,244 @@
+"""Deterministic evaluation of a trained policy, with an offscreen video of one episode.
+
+    python -m flashsac_bench.evaluate checkpoint=<run dir or .pt> [key=value ...]
+
+Loads a runner checkpoint (`runner/checkpoint.py`; a run dir means its latest checkpoint),
+rebuilds the training env (task + backend of the checkpoint's config) and runs tanh(mean)
+rollouts (`FlashSACLearner.act_deterministic`) until every env has finished its share of
+`episodes` episodes, so short episodes are not over-represented. Per episode: return, length,
+whether it terminated, the command, linear / angular velocity tracking errors and the tracking
+rewards (the env's weighted reward terms, and as a fraction of their maximum). Writes
+`eval.json` and, with render=true, `eval.gif` (one episode of env `render_env`, tracking camera)
+and `eval_strip.png` (a few of its frames side by side) into `out_dir` (default: the run dir).
+`robustness=true` (or a list) adds conditions no training run saw, each reported in eval.json:
+a push, link masses x0.8 / x1.2, commands at the edges of the training ranges
+(flashsac_bench/evaluation/robustness.py).
+
+Rendering uses `mujoco.Renderer` with the GL backend named by MUJOCO_GL, which this command
+sets to `egl` when unset (NVIDIA EGL on a GPU machine, Mesa's software EGL on a CPU-only one);
+`MUJOCO_GL=osmesa` needs libOSMesa (Debian/Ubuntu: libosmesa6). Without a working backend the
+evaluation still completes: one message names the problem and eval.json records it.
+
+A Hydra app (conf/evaluate.yaml; options: EvalConfig in flashsac_bench/evaluation/config.py):
+`--help`, `--cfg job`, `-m checkpoint=a,b` (one evaluation per checkpoint); bad input, an
+unreadable checkpoint of any job included, is one line on stderr before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from flashsac_bench.cli.tool import Tool, run_tool
+from flashsac_bench.evaluation.config import EvalConfig
+from flashsac_bench.evaluation.render import frame_stride, render_episode
+from flashsac_bench.evaluation.robustness import (
+    Condition,
+    apply_condition,
+    env_layout,
+    make_condition,
+    report_line,
+    summarize,
+)
+from flashsac_bench.evaluation.rollout import Rollout, aggregate, rollout, step_metrics
+
+if TYPE_CHECKING:
+    from flashsac_bench.envs.api import EnvStep, VecEnv
+
+EVAL_NAME = "eval.json"
+EVAL_FORMAT = 1
+# The issue-6 targets, applied to the deterministic evaluation.
+GOAL_EPISODE_LENGTH = 900.0
+GOAL_LIN_VEL_TRACKING_FRAC = 0.8
+
+
+def evaluate(ec: EvalConfig) -> dict[str, Any]:
+    import torch
+
+    from flashsac_bench.envs import TaskEnv, make_env
+    from flashsac_bench.evaluation.trained import load_trained_learner, run_dir_of
+    from flashsac_bench.runner.summary import git_info, write_json
+
+    device = ec.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    t0 = time.perf_counter()
+    trained = load_trained_learner(ec.checkpoint, device, ec.dtype)
+    cfg, learner = trained.config, trained.learner
+    if ec.render:
+        frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
+    out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
+    num_envs = min(ec.num_envs, ec.episodes)
+    backend = cfg.backend
+    if ec.threads > 0:
+        backend = type(backend)(
+            **{**asdict(backend), "mode": "threads", "workers": 0, "num_threads": ec.threads}
+        )
+    task = cfg.task
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(learner.device)
+        return learner.act_deterministic(x).float().cpu().numpy().astype(np.float64)
+
+    def metrics(out: EnvStep) -> dict[str, np.ndarray]:
+        return step_metrics(
+            out.final_critic_obs,
+            out.reward_terms,
+            lin_vel_scale=task.obs.lin_vel_scale,
+            gyro_scale=task.obs.gyro_scale,
+            tracking_sigma=task.tracking_sigma,
+            lin_weight=task.rewards.tracking_lin_vel,
+            ang_weight=task.rewards.tracking_ang_vel,
+            ctrl_dt=task.ctrl_dt,
+        )
+
+    def run(
+        envs: int, episodes: int, condition: Condition | None = None, render: bool = False
+    ) -> tuple[Rollout, dict[str, Any], dict[str, float]]:
+        """(rollout, penalty-scale note, env metrics) in a fresh env of seed ec.seed: every
+        run starts from the same states, so robustness conditions compare with nominal."""
+        env = make_env(task, backend, envs, ec.seed)
+        try:
+            scale_note = _apply_penalty_scale(env, trained.payload, ec.penalty_scale)
+            if condition is not None:
+                apply_condition(env, condition)
+            render_env = min(max(ec.render_env, 0), envs - 1)
+            record_steps = int(round(ec.render_seconds / task.ctrl_dt)) if render else 0
+            qpos = env.qpos if isinstance(env, TaskEnv) else None
+            record = (lambda: qpos[render_env].copy()) if qpos is not None else None
+            result = rollout(
+                env,
+                policy,
+                episodes,
+                metrics,
+                record=record,
+                record_env=render_env,
+                record_steps=record_steps,
+            )
+            return result, scale_note, env.metrics()
+        finally:
+            env.close()
+
+    t_roll = time.perf_counter()
+    result, scale_note, final_env_metrics = run(num_envs, ec.episodes, render=ec.render)
+    rollout_s = time.perf_counter() - t_roll
+    robustness: dict[str, Any] = {}
+    for name in ec.robustness:
+        cond = make_condition(name, task, ec.push_step, ec.push_velocity)
+        if name == "nominal":  # the rollout above, exactly: not run twice
+            episodes = result.episodes
+        else:
+            n_episodes, n_envs = env_layout(cond, ec.episodes, ec.num_envs)
+            episodes = run(n_envs, n_episodes, cond)[0].episodes
+        robustness[name] = summarize(cond, episodes, task.max_episode_steps)
+
+    summary = aggregate(result.episodes)
+    length = summary["length"]["mean"]
+    frac = summary.get("tracking_lin_vel_frac_mean", {}).get("mean")
+    report: dict[str, Any] = {
+        "format": EVAL_FORMAT,
+        "checkpoint": str(trained.checkpoint),
+        "iteration": trained.iteration,
+        "policy": "tanh(mean): FlashSACLearner.act_deterministic",
+        "eval_config": asdict(ec),
+        "num_envs": num_envs,
+        "device": str(learner.device),
+        "matmul_dtype": learner.dtype,
+        "task": asdict(task),
+        "training_config": trained.training_config,
+        "penalty_scale": scale_note,
+        "penalty_scale_end": final_env_metrics.get("curriculum/penalty_scale"),
+        "steps": result.steps,
+        "rollout_s": rollout_s,
+        "summary": summary,
+        "goals": {
+            "episode_length_mean": length,
+            "episode_length_goal": GOAL_EPISODE_LENGTH,
+            "episode_length_met": length >= GOAL_EPISODE_LENGTH,
+            "lin_vel_tracking_frac_mean": frac,
+            "lin_vel_tracking_goal": GOAL_LIN_VEL_TRACKING_FRAC,
+            "lin_vel_tracking_met": frac is not None and frac >= GOAL_LIN_VEL_TRACKING_FRAC,
+            "note": "issue-6 targets applied to this deterministic evaluation",
+        },
+        "episodes": result.episodes,
+        "git": git_info(),
+    }
+    if robustness:  # only when asked: eval.json without the option stays as it was
+        report["robustness"] = robustness
+    out_dir.mkdir(parents=True, exist_ok=True)  # after the rollouts: a failure writes nothing
+    rendered = render_episode(task, result.frames, ec, out_dir) if ec.render else {"ok": False}
+    report["render"] = rendered
+    report["wall_s"] = time.perf_counter() - t0
+    write_json(out_dir / EVAL_NAME, report)
+    report["path"] = str(out_dir / EVAL_NAME)
+    return report
+
+
+def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dict[str, Any]:
+    from flashsac_bench.envs.api import TaskEnv
+
+    if not isinstance(env, TaskEnv):
+        return {"mode": "initial", "value": None, "note": "env has no penalty curriculum"}
+    saved = (payload.get("env") or {}).get("penalty_scale")
+    if mode == "initial" or saved is None:
+        return {"mode": "initial", "value": env.penalty_scale}
+    env.penalty_scale = float(saved)
+    return {"mode": "checkpoint", "value": float(saved)}
+
+
+# ---------------------------------------------------------------------------- CLI
+def _check(ec: EvalConfig) -> None:
+    """Before any job runs (all of a sweep's): its checkpoint is a readable one."""
+    from flashsac_bench.evaluation.trained import read_checkpoint
+
+    read_checkpoint(ec.checkpoint)
+
+
+def _job(ec: EvalConfig, composed: dict[str, Any]) -> int:
+    report = evaluate(ec)
+    s = report["summary"]
+    print(
+        f"{s['episodes']} episodes: return {s['return']['mean']:.2f} ± {s['return']['std']:.2f}, "
+        f"length {s['length']['mean']:.1f}, lin-vel error "
+        f"{s['lin_vel_error_mean']['mean']:.3f} m/s (tracking "
+        f"{_pct(s['tracking_lin_vel_frac_mean']['mean'])} of max), ang-vel error "
+        f"{s['ang_vel_error_mean']['mean']:.3f} rad/s (tracking "
+        f"{_pct(s['tracking_ang_vel_frac_mean']['mean'])})"
+    )
+    if report.get("robustness"):
+        print("robustness (docs/evaluation.md):")
+        for name, rec in report["robustness"].items():
+            print(report_line(name, rec))
+    if report["render"].get("ok"):
+        print(f"video: {report['render']['gif']}  strip: {report['render']['strip']}")
+    print(f"report: {report['path']}")
+    return 0
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+TOOL = Tool(
+    prog="flashsac_bench.evaluate",
+    config_name="evaluate",
+    schema_name="flashsac_bench_evaluate_schema",
+    schema=EvalConfig,
+    job=_job,
+    required={"checkpoint": "<run dir, checkpoints dir or .pt>"},
+    check=_check,
+)
+
+
+def main() -> None:
+    # Before MuJoCo is imported (by a job): its GL backend is chosen at import time.
+    if "mujoco" not in sys.modules:
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    run_tool(TOOL)

@@ -1,0 +1,208 @@
+"""The trained actor for deployment, saved as TorchScript / ONNX.
+
+    python -m flashsac_bench.export checkpoint=<run dir or .pt> [out_dir=DIR] [onnx=auto|true|false]
+
+writes `policy.torchscript.pt` (always), `policy.onnx` (when `onnx` and `onnxscript` are
+importable; `onnx=auto` skips it otherwise, `onnx=true` fails up front) and `policy.json`
+(inputs, outputs, joint order, default pose, action scale) into `<run dir>/export/`. A Hydra
+app (conf/export.yaml, options: ExportConfig): --help, --cfg job, -m; bad input is one line.
+
+The module written is flashsac_bench.evaluation.policy.DeterministicActor (tanh(mean) through
+the learner's own actor function), of the learner that flashsac_bench.evaluation.trained
+rebuilds from the checkpoint, as evaluate does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from flashsac_bench.cli.tool import Tool, run_tool
+from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.evaluation.policy import DeterministicActor
+from flashsac_bench.evaluation.trained import (
+    DTYPES,
+    TrainedLearner,
+    load_trained_learner,
+    read_checkpoint,
+    run_dir_of,
+)
+from flashsac_bench.runner.checkpoint import resolve_resume_path
+
+EXPORT_FORMAT = 1
+TORCHSCRIPT_NAME = "policy.torchscript.pt"
+ONNX_NAME = "policy.onnx"
+META_NAME = "policy.json"
+ONNX_MODES = ("auto", "true", "false")
+
+
+# ---------------------------------------------------------------------------- files
+def export_torchscript(module: DeterministicActor, path: Path, meta: dict[str, Any]) -> Path:
+    """Trace the module (all network structure is Python-level constant, so the trace is the
+    whole computation and generic in the batch size) and save it with `policy.json` embedded."""
+    example = torch.zeros(2, module.obs_dim, device=module.actor_params.device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated upstream
+        traced = torch.jit.trace(module, example, check_trace=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.jit.save(traced, str(path), _extra_files={META_NAME: json.dumps(meta)})
+    return path
+
+
+def load_torchscript(path: str | Path) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
+    extra = {META_NAME: ""}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+    return module, json.loads(extra[META_NAME])
+
+
+def onnx_available() -> bool:
+    # torch.onnx.export(dynamo=True) needs both packages.
+    return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxscript"))
+
+
+def export_onnx(module: DeterministicActor, path: Path) -> Path:
+    """ONNX through torch.export (dynamic batch dimension). Needs `onnx` and `onnxscript`."""
+    example = torch.zeros(2, module.obs_dim, device=module.actor_params.device)
+    batch = torch.export.Dim("batch", min=1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(
+        module,
+        (example,),
+        str(path),
+        input_names=["obs"],
+        output_names=["action"],
+        dynamo=True,
+        dynamic_shapes={"obs": {0: batch}},
+        external_data=False,
+    )
+    return path
+
+
+def policy_metadata(trained: TrainedLearner, module: DeterministicActor) -> dict[str, Any]:
+    """What a deployment needs besides the weights: shapes, joint order, the action mapping."""
+    cfg = trained.config
+    meta: dict[str, Any] = {
+        "format": EXPORT_FORMAT,
+        "checkpoint": str(trained.checkpoint),
+        "iteration": trained.iteration,
+        "task": cfg.task.name,
+        "obs_dim": module.obs_dim,
+        "action_dim": trained.learner.dims.action,
+        "matmul_dtype": str(module.mm_dtype).removeprefix("torch."),
+        "input": "obs float32 [batch, obs_dim]: the task's policy observation",
+        "output": "action float32 [batch, action_dim] in [-1, 1] = tanh(mean): deterministic",
+        "ctrl_dt": cfg.task.ctrl_dt,
+        "action_scale": cfg.task.action_scale,
+    }
+    if cfg.task.name == "g1_walk_flat":
+        # Imported here: only this branch needs MuJoCo (the env's model and joint order).
+        from flashsac_bench.envs.g1_figures import JOINT_NAMES
+        from flashsac_bench.envs.g1_layout import G1Layout
+        from flashsac_bench.envs.g1_model import task_spec
+
+        layout = G1Layout.from_model(task_spec(cfg.task.model_file).compile())
+        meta.update(
+            joint_names=list(JOINT_NAMES),
+            default_joint_pos=[float(x) for x in layout.default_joint_pos],
+            joint_targets="default_joint_pos + action_scale * action (canonical joint order)",
+            observation_layout=(
+                "gyro*0.25 (3) | projected gravity (3) | joint pos - default (29) | joint vel * "
+                "0.05 (29) | last action (29) | command vx vy wz (3) | gait phase (2); see "
+                "flashsac_bench/envs/g1_walk_flat.py"
+            ),
+        )
+    return meta
+
+
+def export_checkpoint(
+    checkpoint: str | Path,
+    out_dir: str | Path | None = None,
+    onnx: str = "auto",
+    dtype: str = "float32",
+) -> dict[str, Any]:
+    """Write the TorchScript (and ONNX) policy of a checkpoint; returns what was written."""
+    out = output_dir(checkpoint, out_dir, onnx)  # a bad onnx option fails before any write
+    trained = load_trained_learner(checkpoint, "cpu", dtype)
+    module = DeterministicActor.from_learner(trained.learner)
+    meta = policy_metadata(trained, module)
+    result: dict[str, Any] = {"meta": meta}
+    result["torchscript"] = str(export_torchscript(module, out / TORCHSCRIPT_NAME, meta))
+    if onnx == "false":
+        result["onnx"] = None
+    elif onnx_available():
+        result["onnx"] = str(export_onnx(module, out / ONNX_NAME))
+    else:
+        result["onnx"] = None
+        result["onnx_skipped"] = "onnx / onnxscript not installed"
+    (out / META_NAME).write_text(json.dumps(meta, indent=1) + "\n")
+    result["meta_path"] = str(out / META_NAME)
+    return result
+
+
+def output_dir(checkpoint: str | Path, out_dir: str | Path | None, onnx: str) -> Path:
+    """Where the policy files go (default: <run dir>/export); raises ConfigError for an onnx
+    option that cannot be honoured, naming the file it would have written."""
+    if onnx not in ONNX_MODES:
+        raise ConfigError(f"onnx must be auto, true or false, got {onnx!r}")
+    out = Path(out_dir) if out_dir else run_dir_of(resolve_resume_path(checkpoint)) / "export"
+    if onnx == "true" and not onnx_available():
+        raise ConfigError(
+            f"onnx=true cannot write {out / ONNX_NAME}: it needs the onnx and onnxscript "
+            "packages (pip install -e '.[onnx]'), or pass onnx=auto / onnx=false"
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------- CLI
+@dataclass
+class ExportConfig:
+    checkpoint: str = "???"  # run dir, checkpoints dir or iter_*.pt (required)
+    out_dir: str | None = None  # default: <run dir>/export
+    # auto: when onnx + onnxscript are installed; true: insist; false: skip. Any, not str: Hydra
+    # reads onnx=true as a bool (a str field would hold "True").
+    onnx: Any = "auto"
+    dtype: str = "float32"  # matmuls of the exported policy: float32, bfloat16, checkpoint
+
+    def __post_init__(self) -> None:
+        self.onnx = str(self.onnx).lower()
+        if self.onnx not in ONNX_MODES:
+            raise ConfigError(f"onnx must be auto, true or false, got {self.onnx!r}")
+        if self.dtype not in (*DTYPES, "checkpoint"):
+            raise ConfigError(f"dtype must be float32, bfloat16 or checkpoint, got {self.dtype!r}")
+
+
+def _check(xc: ExportConfig) -> None:
+    """Before anything is written: a readable checkpoint, an onnx option that can be met."""
+    output_dir(xc.checkpoint, xc.out_dir, xc.onnx)
+    read_checkpoint(xc.checkpoint)
+
+
+def _job(xc: ExportConfig, composed: dict[str, Any]) -> int:
+    result = export_checkpoint(xc.checkpoint, xc.out_dir, xc.onnx, xc.dtype)
+    print(f"TorchScript policy: {result['torchscript']}")
+    print(f"ONNX policy: {result['onnx'] or 'skipped (' + result.get('onnx_skipped', 'off') + ')'}")
+    print(f"metadata: {result['meta_path']}")
+    return 0
+
+
+TOOL = Tool(
+    prog="flashsac_bench.export",
+    config_name="export",
+    schema_name="flashsac_bench_export_schema",
+    schema=ExportConfig,
+    job=_job,
+    required={"checkpoint": "<run dir, checkpoints dir or .pt>"},
+    check=_check,
+)
+
+
+def main() -> None:
+    run_tool(TOOL)

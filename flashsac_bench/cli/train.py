@@ -1,0 +1,294 @@
+"""`python -m flashsac_bench`: training runs and sweeps, checked before Hydra creates anything.
+
+  main      the command line: --debug, the preflight (cli.preflight with `check_job`: every
+            job of the command composed, typed and checked before any starts; bad input is one
+            line and nothing is created), the up-front CPU-time warning, then Hydra runs the
+            jobs; an interrupted sweep still gets its comparison and the command resuming it.
+  run_job   one job under Hydra: its checked Config (the preflight's; in a job process started
+            elsewhere, checked there by `check_job`), its run dir and command, then the runner;
+            a user error is one line.
+  train     a run of a Config built elsewhere (tests, scripts), with their own run dir: checked
+            as a job is (cli.runtime_checks), then run.
+
+The runner knows no CLI: it raises, and this module turns what a user can fix into one line.
+--debug (or FLASHSAC_BENCH_DEBUG=1, or Hydra's HYDRA_FULL_ERROR=1) shows tracebacks instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flashsac_bench.cli import errors, preflight
+from flashsac_bench.cli.errors import Aborted, UsageError
+from flashsac_bench.cli.runtime_checks import check_runtime
+from flashsac_bench.config import ConfigError, register_configs, to_config
+from flashsac_bench.config.root import Config
+from flashsac_bench.runner.env_factory import EnvFactory
+
+if TYPE_CHECKING:  # imported where used: --help and bad input answer without torch
+    from flashsac_bench.runner.loop import Runner
+
+CONFIG_NAME = "config"
+CONFIG_PATH = f"pkg://{preflight.CONFIG_MODULE}"
+# Hydra writes these into a run dir before the task function runs.
+_HYDRA_ONLY = {".hydra"}
+
+
+# ---------------------------------------------------------------------------- checks
+def check_job(cfg: Any, run_dir: Path) -> Config:
+    """The check of one training job, before anything of it exists: the typed Config (unknown
+    keys, types, cross-group rules), this machine, the env factory and task.model_file
+    (cli.runtime_checks), run.resume (the checkpoint exists, is intact, fits the config) and
+    the run dir (writable). Raises the user error."""
+    from flashsac_bench.runner.resume import plan_resume
+
+    config = to_config(cfg)
+    check_runtime(config)
+    plan_resume(config, run_dir, mmap=True)
+    problem = probe_writable(run_dir)
+    if problem:
+        raise UsageError(problem, 1)
+    return config
+
+
+def probe_writable(target: Path) -> str | None:
+    """Can `target` (a run or sweep dir, maybe not created yet) be written? Creates nothing
+    but a temp file in its nearest existing folder, removed at once."""
+    import tempfile
+
+    existing = target
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"cannot create the run dir {target}: {existing} is not a directory"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".flashsac_bench_probe.", dir=existing)
+    except OSError as err:
+        return f"cannot create the run dir {target}: {existing} is not writable ({err.strerror})"
+    os.close(fd)
+    os.unlink(tmp)
+    return None
+
+
+def cpu_warnings(plan: preflight.Plan) -> list[str]:
+    """Up-front warnings for jobs that will run (long CPU runs)."""
+    from flashsac_bench.cli.runtime_estimate import cpu_warning
+
+    out = []
+    for job in plan.jobs:
+        if job.options is None:
+            continue
+        text = cpu_warning(job.options)
+        if text:
+            prefix = f"job {job.index}: " if plan.multirun else ""
+            out.append(prefix + text)
+    return out
+
+
+# ---------------------------------------------------------------------------- one run
+def hydra_context() -> tuple[Path | None, dict[str, Any]]:
+    """Hydra's run dir and a reconstruction of the command (job processes launched by
+    submitit do not see the user's argv)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        hc = HydraConfig.get()
+    except (ImportError, ValueError):
+        return None, {"argv": list(sys.argv), "cwd": os.getcwd()}
+    overrides = list(hc.overrides.task)
+    multirun = hc.mode == RunMode.MULTIRUN
+    cmd = ["python", "-m", "flashsac_bench", *(["-m"] if multirun else []), *overrides]
+    return Path(hc.runtime.output_dir), {
+        "command": shlex.join(cmd),
+        "argv": list(sys.argv),
+        "overrides": overrides,
+        "cwd": os.getcwd(),
+        "mode": "multirun" if multirun else "run",
+        "job_num": hc.job.get("num"),
+    }
+
+
+def run_job(cfg: Any) -> float | None:
+    """The Hydra task of `python -m flashsac_bench` (flashsac_bench.__main__ wraps it)."""
+    try:
+        job = preflight.checked_job(cfg, CONFIG_NAME, check_job)
+        return _run(job.options, job.composed)
+    except Exception as err:
+        if errors.debug_enabled():
+            raise
+        code = errors.report(err)
+        if code is None:
+            raise
+        if isinstance(err, ConfigError):
+            _remove_hydra_only_run_dir()
+        raise SystemExit(code) from None
+
+
+def train(
+    config: Config,
+    raw_cfg: Any = None,
+    *,
+    run_dir: str | os.PathLike[str] | None = None,
+    env_factory: EnvFactory | None = None,
+    collector_timeout_s: float | None = None,
+) -> float | None:
+    """Check and run one training run of `config` (`raw_cfg`: the composed config it came
+    from, recorded with the run); returns the median iter_ms."""
+    check_runtime(config, env_factory)
+    composed = None
+    if raw_cfg is not None:
+        from omegaconf import OmegaConf
+
+        composed = OmegaConf.to_container(raw_cfg, resolve=True)
+    return _run(
+        config,
+        composed,  # type: ignore[arg-type]
+        run_dir=run_dir,
+        env_factory=env_factory,
+        collector_timeout_s=collector_timeout_s,
+    )
+
+
+def _run(
+    config: Config,
+    composed: dict[str, Any] | None,
+    *,
+    run_dir: str | os.PathLike[str] | None = None,
+    env_factory: EnvFactory | None = None,
+    collector_timeout_s: float | None = None,
+) -> float | None:
+    """Run a checked config; returns the median iter_ms (what a Hydra sweeper would minimize).
+    collector_timeout_s: how long a collector step may take (None: the collector's default)."""
+    from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S
+    from flashsac_bench.runner.loop import Runner
+
+    if collector_timeout_s is None:
+        collector_timeout_s = DEFAULT_TIMEOUT_S
+
+    hydra_dir, command = hydra_context()
+    out = Path(run_dir) if run_dir is not None else hydra_dir
+    if out is None:
+        out = Path("outputs") / time.strftime("%Y-%m-%d/%H-%M-%S")
+    if errors.debug_enabled():  # the runner logs the tracebacks it does not raise at DEBUG
+        logging.getLogger("flashsac_bench.runner").setLevel(logging.DEBUG)
+    runner = Runner(
+        config,
+        out,
+        composed=composed,
+        command=command,
+        env_factory=env_factory,
+        collector_timeout_s=collector_timeout_s,
+    )
+    try:
+        summary = runner.run()
+    except KeyboardInterrupt as err:
+        if isinstance(err, Aborted):
+            raise
+        raise Aborted(_abort_message(runner, err)) from None
+    return (summary.get("iter_ms") or {}).get("median")
+
+
+def _abort_message(runner: Runner, err: KeyboardInterrupt) -> str:
+    """What a second Ctrl-C kept, and the command that continues from there."""
+    from flashsac_bench.runner.liveness import last_checkpoint
+    from flashsac_bench.runner.resume import resume_command
+
+    signame = str(err) or "SIGINT"
+    head = f"aborted by a second {signame} during iteration {runner.state.done_iterations}"
+    ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
+    source = runner.run_dir if ckpt else runner.state.resumed_from
+    if source is None:
+        return f"{head}; no checkpoint was written (rerun to start over)"
+    cmd = resume_command(runner.info.command, runner.run_dir, Path(source))
+    kept = f"last checkpoint {ckpt or source}"
+    return f"{head} (nothing of it was saved); {kept}; continue with: {cmd}"
+
+
+def _remove_hydra_only_run_dir() -> None:
+    """A run that never started leaves no run dir: remove it if it holds only Hydra's files."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        out = Path(HydraConfig.get().runtime.output_dir)
+    except (ImportError, ValueError):
+        return
+    if not out.is_dir():
+        return
+    entries = list(out.iterdir())
+    if all(e.name in _HYDRA_ONLY or (e.is_file() and e.suffix == ".log") for e in entries):
+        shutil.rmtree(out, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- command line
+def main(app: Callable[[], Any]) -> None:
+    """The command line (sys.argv); `app`: the Hydra-decorated task that calls run_job."""
+    register_configs()
+    argv = errors.strip_debug_flag(sys.argv[1:])
+    sys.argv = [sys.argv[0], *argv]
+    plan = None
+    try:
+        plan = _preflight(argv)
+        app()
+    except KeyboardInterrupt as err:
+        _after_sweep_interrupt(plan, argv)
+        if errors.debug_enabled():
+            raise
+        text = str(err) if isinstance(err, Aborted) else "aborted"
+        print(f"flashsac_bench: {errors.one_line(text)}", file=sys.stderr)
+        raise SystemExit(130) from None
+    except SystemExit as err:
+        if err.code not in (0, None, 1, 2):  # 128 + signal: an interrupted run
+            _after_sweep_interrupt(plan, argv)
+        raise
+
+
+def _preflight(argv: list[str]) -> preflight.Plan | None:
+    try:
+        plan = preflight.check_command(argv, CONFIG_NAME, check_job)
+    except Exception as err:
+        if errors.debug_enabled():
+            raise
+        code = errors.report(err)
+        if code is None:
+            # A bug in the checks must not block a valid command: each job checks itself.
+            print(
+                f"flashsac_bench: warning: preflight check failed ({type(err).__name__}: "
+                f"{errors.one_line(str(err))}); continuing without it",
+                file=sys.stderr,
+            )
+            return None
+        raise SystemExit(code) from None
+    if plan is not None:
+        for text in cpu_warnings(plan):
+            print(f"flashsac_bench: {text}", file=sys.stderr)
+    return plan
+
+
+def _after_sweep_interrupt(plan: preflight.Plan | None, argv: list[str]) -> None:
+    """An interrupted sweep still gets the comparison of its runs and the resume command."""
+    if plan is None or not plan.multirun:
+        return
+    from flashsac_bench.analysis import sweep_callback as callbacks
+    from flashsac_bench.runner.resume import sweep_resume_command
+
+    sweep_dir = callbacks.current_sweep_dir or plan.sweep_dir
+    if sweep_dir is None:
+        return
+    files = callbacks.rebuild(sweep_dir) if sweep_dir.is_dir() else None
+    where = f"comparison of the runs so far: {files['comparison.md']}" if files else "no runs yet"
+    print(
+        f"flashsac_bench: sweep interrupted ({where}); resume it with: "
+        f"{sweep_resume_command(argv, sweep_dir)}",
+        file=sys.stderr,
+    )

@@ -1,0 +1,96 @@
+"""A trained learner from a runner checkpoint (runner/checkpoint.py), rebuilt to act.
+
+What evaluate, export and convert share: `read_checkpoint` (a file, run dir or checkpoints dir,
+memory-mapped), `acting_config` (the training config with an eager path and the acting device
+and dtype) and `load_trained_learner` (a learner holding the checkpoint's learner state).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from flashsac_bench.config import Config, to_config
+from flashsac_bench.config.path import PathConfig
+from flashsac_bench.learner.learner import Dims, FlashSACLearner
+from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
+
+# The matmul dtypes a trained policy can act in ('checkpoint': the training dtype).
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class TrainedLearner:
+    checkpoint: Path
+    iteration: int
+    config: Config  # the training config, path / hardware replaced for acting (see below)
+    training_config: dict[str, Any]
+    learner: FlashSACLearner
+    payload: dict[str, Any]
+
+
+def read_checkpoint(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """A runner checkpoint (file, run dir or checkpoints dir), memory-mapped: the replay ring in
+    it (GBs for large runs) is not read unless touched."""
+    resolved = resolve_resume_path(path)
+    return resolved, load_checkpoint(resolved, mmap=True)
+
+
+def run_dir_of(checkpoint: Path) -> Path:
+    """The run dir of `<run>/checkpoints/iter_k.pt` (else the checkpoint's own folder)."""
+    parent = checkpoint.parent
+    return parent.parent if parent.name == "checkpoints" else parent
+
+
+def acting_config(payload: dict[str, Any], device: str = "cpu", dtype: str = "float32") -> Config:
+    """The checkpoint's composed config for acting: eager path (a cudagraph run's config is
+    invalid on a CPU), the given device / matmul dtype ('checkpoint': the training dtype)."""
+    composed = copy.deepcopy(payload["config"])
+    if dtype == "checkpoint":
+        dtype = payload.get("training_config", {}).get("dtype", "float32")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be float32, bfloat16 or checkpoint, got {dtype!r}")
+    composed["path"] = {"name": "eager"}
+    composed["hardware"] = {"name": "eval", "device": device, "dtype": dtype}
+    composed.setdefault("run", {})["resume"] = None
+    return to_config(composed)
+
+
+def load_trained_learner(
+    checkpoint: str | Path, device: str = "cpu", dtype: str = "float32"
+) -> TrainedLearner:
+    """A learner holding a runner checkpoint's learner state (networks, BN statistics, ...).
+
+    Built with the training num_envs (the per-env normalizer / noise state must match shapes)
+    and the smallest replay ring allowed (the checkpoint's replay is not needed to act).
+    """
+    path, payload = read_checkpoint(checkpoint)
+    cfg = acting_config(payload, device, dtype)
+    sd = payload["learner"]
+    obs, critic_obs, action = sd["dims"]
+    learner = FlashSACLearner(
+        cfg.learner,
+        cfg.update,
+        Dims(obs, critic_obs, action),
+        num_envs=cfg.run.num_envs,
+        batch_size=cfg.replay.batch_size,
+        replay_capacity=cfg.replay.batch_size,
+        device=cfg.hardware.resolved_device(),
+        dtype=cfg.hardware.resolved_dtype(),
+        path=PathConfig(name="eager"),
+        seed=cfg.run.seed,
+        gemm_align=cfg.hardware.resolved_gemm_align(),
+    )
+    learner.load_state_dict(sd)
+    return TrainedLearner(
+        checkpoint=path,
+        iteration=int(payload.get("iteration", -1)),
+        config=cfg,
+        training_config=dict(payload.get("training_config", {})),
+        learner=learner,
+        payload=payload,
+    )
