@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashsac_bench.cli.tool import Tool, run_tool
+from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.render import frame_stride, render_episode
 from flashsac_bench.evaluation.robustness import (
@@ -54,9 +55,9 @@ if TYPE_CHECKING:
 
 EVAL_NAME = "eval.json"
 EVAL_FORMAT = 1
-# The issue-6 targets, applied to the deterministic evaluation.
-GOAL_EPISODE_LENGTH = 900.0
-GOAL_LIN_VEL_TRACKING_FRAC = 0.8
+# What "walks" means for a training run (run.stop_at_walk), applied to the deterministic policy.
+GOAL_EPISODE_LENGTH = WALK_EPISODE_LENGTH
+GOAL_LIN_VEL_TRACKING_FRAC = WALK_TRACKING_FRAC
 
 
 def evaluate(ec: EvalConfig) -> dict[str, Any]:
