@@ -1,5 +1,7 @@
 """Deterministic evaluation of a trained policy (`python -m flashsac_bench.evaluate`).
 
 config: the options (EvalConfig); rollout: episodes and their tracking metrics; render: the
-offscreen video; robustness: conditions no training run saw (push, link masses, edge commands).
+offscreen video; robustness: conditions no training run saw (push, link masses, edge commands);
+trained: a learner rebuilt from a runner checkpoint (evaluate, export and convert load it);
+policy: the trained actor as a plain module, tanh(mean), that export writes.
 """
