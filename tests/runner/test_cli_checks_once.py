@@ -38,25 +38,27 @@ main()
 """
 
 
-def _counts(stderr: str) -> dict[str, int]:
-    line = next(ln for ln in stderr.splitlines() if ln.startswith("COUNTS "))
-    return ast.literal_eval(line.removeprefix("COUNTS "))
-
-
-def test_a_sweep_is_checked_once_per_job_in_one_process(tmp_path):
-    sweep = tmp_path / "sweep"
-    args = ["-m", *cli_overrides(8, 6), "update=u2,u8", f"hydra.sweep.dir={sweep}"]
+def _counted_cli(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    """`python -m flashsac_bench *args` (fake env) and how often each check function ran."""
     proc = subprocess.run(
         [sys.executable, "-c", COUNTING_MAIN, *args],
-        cwd=tmp_path,
+        cwd=cwd,
         env=fake_env_environ(),
         capture_output=True,
         text=True,
         timeout=240,
     )
+    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("COUNTS "))
+    return proc, ast.literal_eval(line.removeprefix("COUNTS "))
+
+
+def test_a_sweep_is_checked_once_per_job_in_one_process(tmp_path):
+    sweep = tmp_path / "sweep"
+    args = ["-m", *cli_overrides(8, 6), "update=u2,u8", f"hydra.sweep.dir={sweep}"]
+    proc, counts = _counted_cli(args, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # Two jobs: each composed, typed and checked once (in the preflight), none again.
-    assert _counts(proc.stderr) == {"check_job": 2, "check_runtime": 2, "to_config": 2}
+    assert counts == {"check_job": 2, "check_runtime": 2, "to_config": 2}
     for run in ("0_u2_eager", "1_u8_eager"):
         assert read_summary(sweep / run)["complete"]
 
@@ -64,17 +66,10 @@ def test_a_sweep_is_checked_once_per_job_in_one_process(tmp_path):
 def test_a_bad_job_is_refused_before_any_job_is_checked_again(tmp_path):
     sweep = tmp_path / "sweep"
     args = ["-m", *cli_overrides(8, 6), "replay.batch_size=32,100000", f"hydra.sweep.dir={sweep}"]
-    proc = subprocess.run(
-        [sys.executable, "-c", COUNTING_MAIN, *args],
-        cwd=tmp_path,
-        env=fake_env_environ(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc, counts = _counted_cli(args, tmp_path)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "1 of 2 sweep jobs are invalid" in proc.stderr
-    assert _counts(proc.stderr)["check_job"] == 2
+    assert counts["check_job"] == 2
     assert not sweep.exists()
 
 
