@@ -11,7 +11,6 @@ this test then fails until the README says so.
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 import sys

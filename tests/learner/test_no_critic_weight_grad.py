@@ -9,6 +9,7 @@ is repeated on the graph AOTAutograd hands to Inductor for the compiled path.
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -58,6 +59,7 @@ def test_eager_actor_step_has_no_critic_weight_grad_but_critic_step_has():
     assert len(weight_grad_matmuls(critic_graph, critic_w)) >= 6
 
 
+@pytest.mark.slow
 def test_compiled_actor_step_graph_has_no_critic_weight_grad():
     learner = tiny_learner()
     critic_w = weight_shapes(learner.statics.critic_param_layout, lead=3)

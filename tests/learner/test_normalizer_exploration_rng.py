@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from flashsac_bench.learner.exploration import ZetaNoise, zeta_pmf
@@ -127,6 +128,7 @@ def test_counter_bits_by_hand():
     assert rng.counter.item() == 6
 
 
+@pytest.mark.slow
 def test_compiled_hash_draws_the_same_bits():
     """The compile / cudagraph paths run the hash compiled on CUDA: exact integers,
     so every draw (uniform, normal, indices; sizes 1 and many; several streams) is identical."""

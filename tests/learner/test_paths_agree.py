@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -15,6 +17,7 @@ def _validate_numerics(argv: list[str]) -> int:
     return subprocess.run([sys.executable, str(script), *argv]).returncode
 
 
+@pytest.mark.slow
 def test_eager_and_compile_agree_on_cpu(tmp_path):
     out = tmp_path / "numerics.json"
     argv = ["--device", "cpu", "--paths", "eager,compile", "--tiny", "--batch-size", "64"]

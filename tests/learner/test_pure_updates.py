@@ -129,7 +129,9 @@ def test_pure_step_graphs_mutate_none_of_their_inputs():
     assert _mutated_graph_inputs(write_actor, rows, eps)[0] != []
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize(
+    "compiled", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["eager", "compiled"]
+)
 def test_writing_inside_the_step_equals_writing_after_it_bit_for_bit(compiled):
     path = "compile" if compiled else "eager"
     after = tiny_learner(path)

@@ -37,6 +37,7 @@ def _run(cmd: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow
 def test_the_interrupt_message_is_the_exact_command_that_continues(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     args = cli_overrides(8, 20)
@@ -121,6 +122,7 @@ def _resume_config(run: Path, iterations: int):
     return tiny_config(resume=str(run), iterations=iterations)
 
 
+@pytest.mark.slow
 def test_an_interrupted_sweep_keeps_its_comparison_and_resumes(tmp_path):
     sweep = tmp_path / "sweep"
     args = ["-m", *cli_overrides(8, 30), "update=u2,u8", f"hydra.sweep.dir={sweep}"]
@@ -147,6 +149,7 @@ def test_an_interrupted_sweep_keeps_its_comparison_and_resumes(tmp_path):
     assert read_summary(sweep / "0_u2_eager")["rows_all"] == first["rows_all"]
 
 
+@pytest.mark.slow
 def test_a_bare_cpu_run_is_warned_about_up_front(tmp_path):
     """The defaults (1024 envs, batch 2048) on the CPU; the run itself is stopped by SIGTERM at
     its first env step (a tiny replay keeps the learner's memory small)."""

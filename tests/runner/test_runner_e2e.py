@@ -210,6 +210,7 @@ def test_plain_progress_lines(tiny_run):
     assert "iter 30/30" in lines[-1]
 
 
+@pytest.mark.slow
 def test_smoke_preset_sweep_with_the_real_g1_env(tmp_path):
     """The README's `python -m flashsac_bench -m +experiment=smoke update=u2,u8`, real MuJoCo."""
     import os

@@ -99,6 +99,7 @@ def test_env_step_that_raises_fails_the_run_clearly(tmp_path):
     assert len(s["rows_all"]) == 7
 
 
+@pytest.mark.slow
 def test_hung_env_step_fails_the_run_within_30_s(tmp_path):
     assert DEFAULT_TIMEOUT_S < 30
     run_dir = tmp_path / "run"
