@@ -9,41 +9,65 @@ statistics it follows are reduced there, in env-index order, from the shared out
 Every per-env quantity is computed row by row (numpy elementwise ops and reductions along each
 row), and every random number comes from the env's own stream (`env_rng.EnvStreams`, keyed by
 the GLOBAL env index), so an env's numbers do not depend on which shard it is in or how large
-that shard is.
+that shard is. The quantities themselves are the task's one definition (`g1_task`), which the
+MuJoCo Warp backend runs too; this module moves the shard's arrays around them.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
-from flashsac_bench.config.task import RewardWeights, TaskConfig
-from flashsac_bench.envs import g1_rewards as R
+from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.envs import g1_task as T
+from flashsac_bench.envs.array_ops import NUMPY
 from flashsac_bench.envs.batched import BatchedMujoco
 from flashsac_bench.envs.env_rng import EnvStreams
 from flashsac_bench.envs.g1_layout import G1Layout
 from flashsac_bench.envs.g1_model import task_spec
+from flashsac_bench.envs.g1_task import (
+    ACTION,
+    COMMAND,
+    CRITIC_OBS_DIM,
+    GRAVITY,
+    GYRO,
+    JOINT_POS,
+    JOINT_VEL,
+    LIN_VEL,
+    NOISE_STREAM,
+    NOISE_VALUES,
+    NUM_JOINTS,
+    OBS_DIM,
+    PHASE,
+    RESET_STREAM,
+    RESET_VALUES,
+    REWARD_TERMS,
+)
 from flashsac_bench.envs.shards import ArraySpec
 
-NUM_JOINTS = 29
-OBS_DIM = 98
-CRITIC_OBS_DIM = 101
-# Policy observation layout.
-GYRO, GRAVITY = slice(0, 3), slice(3, 6)
-JOINT_POS, JOINT_VEL, ACTION = slice(6, 35), slice(35, 64), slice(64, 93)
-COMMAND, PHASE, LIN_VEL = slice(93, 96), slice(96, 98), slice(98, 101)
-REWARD_TERMS: tuple[str, ...] = tuple(f.name for f in fields(RewardWeights))
-
-# Random streams of each env, and how many numbers one draw of each takes.
-NOISE_STREAM, RESET_STREAM = 0, 1
-NOISE_VALUES = 2 * NUM_JOINTS
-# xy (2), yaw, root velocity (6), kp, kd, command (3), left-foot phase.
-RESET_VALUES = 15
+__all__ = [
+    "ACTION",
+    "COMMAND",
+    "CRITIC_OBS_DIM",
+    "GRAVITY",
+    "GYRO",
+    "JOINT_POS",
+    "JOINT_VEL",
+    "LIN_VEL",
+    "NUM_JOINTS",
+    "OBS_DIM",
+    "PHASE",
+    "REWARD_TERMS",
+    "G1Shard",
+    "G1ShardFactory",
+    "array_spec",
+    "build_task_model",
+]
 
 # The shard's own per-env state (besides physics): checkpointed by get_state.
 _TASK_STATE = ("action", "last_action", "command", "phase", "episode_step", "episode_return")
@@ -122,31 +146,17 @@ class G1Shard:
         self.rng = EnvStreams(seed, np.arange(lo, hi), num_streams=2)
         self.terms = {name: arrays[f"term/{name}"] for name in REWARD_TERMS}
 
-        weights = np.asarray([getattr(task_cfg.rewards, k) for k in REWARD_TERMS])
-        self._weights = weights * task_cfg.ctrl_dt
-        self._is_penalty = weights < 0
+        self._weights, self._is_penalty = T.reward_weights(task_cfg)
         self._pose_weights = np.asarray(task_cfg.pose_weights, dtype=np.float64)
         self._phase_delta = 2.0 * math.pi * task_cfg.gait.frequency * task_cfg.ctrl_dt
         self._min_up_z = math.cos(math.radians(task_cfg.termination_tilt_deg))
-        # The task's indices as slices where they are contiguous (the built-in model's are):
-        # views instead of gathers, the same values.
-        lay, sens = self.layout, self.layout.sensors
-        self._joint_qpos = _as_slice(lay.joint_qpos)
-        self._joint_qvel = _as_slice(lay.joint_qvel)
-        self._actuators = _as_slice(lay.actuators)
-        self._feet_z = np.array([sens["left_foot_pos"].start + 2, sens["right_foot_pos"].start + 2])
-        cc = task_cfg.commands
-        self._command_low = np.array([cc.vx[0], cc.vy[0], cc.wz[0]])
-        self._command_span = np.array([cc.vx[1], cc.vy[1], cc.wz[1]]) - self._command_low
+        self._idx = T.TaskIndex.from_layout(self.layout)
+        self._ranges = T.ResetRanges.of(self.layout, model.nv, task_cfg.commands)
+        # A slice where the actuators are contiguous (the built-in model's are): a view.
+        self._actuators = T.as_slice(self.layout.actuators)
         self._alive = np.ones(n)
         self._step_weights: tuple[float, np.ndarray] | None = None  # (penalty scale, weights)
-        obs = task_cfg.obs
-        self._noise_scale = np.concatenate(
-            (
-                np.full(NUM_JOINTS, obs.joint_pos_noise),
-                np.full(NUM_JOINTS, obs.joint_vel_noise * obs.joint_vel_scale),
-            )
-        )
+        self._noise_scale = T.noise_scale(task_cfg.obs)
         self.action = np.zeros((n, NUM_JOINTS))
         self.last_action = np.zeros((n, NUM_JOINTS))
         self.command = np.zeros((n, 3))
@@ -171,11 +181,9 @@ class G1Shard:
         """One control step of every env with `actions`; finished envs are reset."""
         cfg, a, phys, lay = self.cfg, self.a, self.physics, self.layout
         self.last_action[:] = self.action
-        # np.clip's value (NaN passes through both), without its Python-level wrapper.
-        np.minimum(np.maximum(a["actions"], -1.0), 1.0, out=self.action)
+        self.action[:] = NUMPY.clip(a["actions"], -1.0, 1.0)
         phys.ctrl[:, self._actuators] = lay.default_joint_pos + cfg.action_scale * self.action
-        self.phase += self._phase_delta
-        np.mod(self.phase, R.TWO_PI, out=self.phase)
+        self.phase[:] = T.advance_phase(self.phase, self._phase_delta)
         if self._push is not None:
             self._apply_push()
         phys.step(cfg.decimation)
@@ -185,11 +193,11 @@ class G1Shard:
         self._observe(s, slice(None), a["final_obs"], a["final_critic_obs"])
         self._rewards(s, penalty_scale)
         terminated = self._terminated(s)
-        broken = ~_rows_all(np.isfinite(a["final_critic_obs"])) | ~np.isfinite(a["reward"])
+        broken = T.broken(a["final_critic_obs"], a["reward"])
         if broken.any():  # never hand NaN to the learner: zero the rows, end the episode
             self._zero_rows(broken)
             terminated |= broken
-        truncated = (self.episode_step >= self.max_episode_steps) & ~terminated
+        truncated = T.truncated(self.episode_step, self.max_episode_steps, terminated)
         a["terminated"][:] = terminated
         a["truncated"][:] = truncated
         self.episode_return += a["reward"]
@@ -279,93 +287,65 @@ class G1Shard:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _read(self, rows: slice | np.ndarray) -> dict[str, np.ndarray]:
+    def _read(self, rows: slice | np.ndarray) -> T.Quantities:
         """Task quantities of the given envs from the physics outputs (views for a slice)."""
-        phys, lay = self.physics, self.layout
-        sens = phys.sensordata[rows]
-        sl = lay.sensors
-        up, gravity = R.up_and_gravity(sens[:, sl["torso_quat"]])
-        if self.cfg.obs.gravity_frame == "world":
-            gravity = -up
-        return {
-            "joint_pos_rel": phys.qpos[rows][:, self._joint_qpos] - lay.default_joint_pos,
-            "joint_vel": phys.qvel[rows][:, self._joint_qvel],
-            "gyro": sens[:, sl["torso_gyro"]],
-            "lin_vel": sens[:, sl["pelvis_local_linvel"]],
-            "gravity": gravity,
-            "up": up,
-            "feet_z": sens[:, self._feet_z],
-            "left_quat": sens[:, sl["left_foot_quat"]],
-            "right_quat": sens[:, sl["right_foot_quat"]],
-        }
+        phys = self.physics
+        return T.read(
+            phys.qpos[rows],
+            phys.qvel[rows],
+            phys.sensordata[rows],
+            self._idx,
+            self.cfg.obs.gravity_frame,
+        )
 
     def _observe(
         self,
-        s: dict[str, np.ndarray],
+        s: T.Quantities,
         rows: slice | np.ndarray,
         obs: np.ndarray,
         critic: np.ndarray,
     ) -> None:
         """Write the observations of `rows` into obs / critic (the shard's full-height rows)."""
         ocfg = self.cfg.obs
-        some = isinstance(rows, np.ndarray)
-        c = critic[rows] if some else critic
-        # A float64 product written into the float32 row rounds once, as assigning it would.
-        np.multiply(s["gyro"], ocfg.gyro_scale, out=c[:, GYRO])
-        c[:, GRAVITY] = s["gravity"]
-        c[:, JOINT_POS] = s["joint_pos_rel"]
-        np.multiply(s["joint_vel"], ocfg.joint_vel_scale, out=c[:, JOINT_VEL])
-        c[:, ACTION] = self.action[rows]
-        c[:, COMMAND] = self.command[rows]
-        c[:, PHASE] = self.phase[rows]
-        np.multiply(s["lin_vel"], ocfg.lin_vel_scale, out=c[:, LIN_VEL])
-        if some:
-            o = c[:, :OBS_DIM].copy()
-        else:  # every row: the noisy policy obs are made in place in `obs`
-            o = obs
-            o[:] = c[:, :OBS_DIM]
-        if ocfg.add_noise:
-            noise = self.rng.unit(NOISE_STREAM, rows, NOISE_VALUES)
-            noise *= 2.0  # (2 u - 1) * scale, in place
-            noise -= 1.0
-            noise *= self._noise_scale
-            o[:, JOINT_POS.start : JOINT_VEL.stop] += noise
-        if some:
+        full = T.critic_obs(s, self.action[rows], self.command[rows], self.phase[rows], ocfg)
+        unit = self.rng.unit(NOISE_STREAM, rows, NOISE_VALUES) if ocfg.add_noise else None
+        if isinstance(rows, np.ndarray):
+            c = full.astype(np.float32)
             critic[rows] = c
-            obs[rows] = o
+            obs[rows] = T.policy_obs(c, unit, self._noise_scale)
+        else:  # every row: rounded into `critic` in place
+            critic[:] = full
+            obs[:] = T.policy_obs(critic, unit, self._noise_scale)
 
-    def _rewards(self, s: dict[str, np.ndarray], penalty_scale: float) -> None:
-        cfg, gait = self.cfg, self.cfg.gait
-        sigma = cfg.tracking_sigma
-        raw = {
-            "tracking_lin_vel": R.tracking_lin_vel(self.command[:, :2], s["lin_vel"][:, :2], sigma),
-            "tracking_ang_vel": R.tracking_ang_vel(self.command[:, 2], s["gyro"][:, 2], sigma),
-            "penalty_ang_vel_xy": R.ang_vel_xy(s["gyro"]),
-            "penalty_orientation": R.orientation(s["gravity"]),
-            "penalty_action_rate": R.action_rate(self.action, self.last_action),
-            "pose": R.pose(s["joint_pos_rel"], self._pose_weights),
-            "penalty_feet_ori": R.feet_ori(s["left_quat"], s["right_quat"]),
-            "feet_phase": R.feet_phase(s["feet_z"], self.phase, gait.swing_height, gait.sigma),
-            "alive": self._alive,
-        }
-        scale = penalty_scale if cfg.curriculum.enabled else 1.0
+    def _rewards(self, s: T.Quantities, penalty_scale: float) -> None:
+        raw = T.raw_rewards(
+            s,
+            self.command,
+            self.action,
+            self.last_action,
+            self.phase,
+            self._alive,
+            self.cfg,
+            self._pose_weights,
+        )
+        scale = penalty_scale if self.cfg.curriculum.enabled else 1.0
         if self._step_weights is None or self._step_weights[0] != scale:  # moves rarely
-            w = np.where(self._is_penalty, self._weights * scale, self._weights)
+            w = T.scaled_weights(self._weights, self._is_penalty, scale)
             self._step_weights = (scale, w)
-        weights = self._step_weights[1]
-        total = np.zeros(self.num_envs)
-        for name, w in zip(REWARD_TERMS, weights, strict=True):
-            term = w * raw[name]
-            total += term
+        terms, total = T.weigh(raw, self._step_weights[1])
+        for name, term in zip(REWARD_TERMS, terms, strict=True):
             self.terms[name][:] = term
         self.a["reward"][:] = total
 
-    def _terminated(self, s: dict[str, np.ndarray]) -> np.ndarray:
+    def _terminated(self, s: T.Quantities) -> np.ndarray:
         phys = self.physics
-        finite = _rows_all(np.isfinite(phys.qpos)) & _rows_all(np.isfinite(phys.qvel))
-        height = phys.qpos[:, self.layout.root_qpos + 2]
-        return (
-            (s["up"][:, 2] < self._min_up_z) | (height < self.cfg.termination_min_height) | ~finite
+        return T.terminated(
+            s,
+            phys.qpos,
+            phys.qvel,
+            self._idx,
+            self._min_up_z,
+            self.cfg.termination_min_height,
         )
 
     def _zero_rows(self, rows: np.ndarray) -> None:
@@ -374,52 +354,17 @@ class G1Shard:
             arr[rows] = 0.0
 
     def _reset_envs(self, ids: np.ndarray) -> None:
-        cfg, lay = self.cfg, self.layout
-        rc, cc = cfg.reset, cfg.commands
-        k = len(ids)
         u = self.rng.unit(RESET_STREAM, ids, RESET_VALUES)
-        qpos = np.empty((k, self.model.nq))
-        qpos[:] = lay.stand_qpos
-        qvel = np.zeros((k, self.model.nv))
-        root, vroot = lay.root_qpos, lay.root_qvel
-        qpos[:, root : root + 2] += rc.xy * (2.0 * u[:, 0:2] - 1.0)
-        yaw = rc.yaw * (2.0 * u[:, 2] - 1.0)
-        qpos[:, root + 3 : root + 7] = R.quat_mul(qpos[:, root + 3 : root + 7], R.yaw_quat(yaw))
-        qvel[:, vroot : vroot + 6] = rc.root_vel * (2.0 * u[:, 3:9] - 1.0)
-        kp = _between(rc.kp_scale, u[:, 9])
-        kd = _between(rc.kd_scale, u[:, 10])
-        command = self._command_low + self._command_span * u[:, 11:14]
-        planar = command[:, :2]
-        # np.linalg.norm(planar, axis=1) is exactly this for real input, minus its wrapper.
-        standing = np.sqrt(np.add.reduce(planar * planar, axis=1)) <= cc.dead_zone
-        command[standing, :2] = 0.0
+        draw = T.draw_reset(u, self._ranges, self.cfg.reset, self.cfg.commands)
+        command = draw.command
         if self._command_override is not None:
             command = self._command_override[ids]
-        left = R.TWO_PI * u[:, 14]
-
-        self.physics.set_gain_scales(ids, kp, kd)
-        self.physics.reset_envs(ids, qpos, qvel)
+        self.physics.set_gain_scales(ids, draw.kp_scale, draw.kd_scale)
+        self.physics.reset_envs(ids, draw.qpos, draw.qvel)
         self.command[ids] = command
-        self.phase[ids, 0] = left
-        self.phase[ids, 1] = np.mod(left + np.pi, R.TWO_PI)
+        self.phase[ids] = draw.phase
         self.action[ids] = 0.0
         self.last_action[ids] = 0.0
         self.episode_step[ids] = 0
         self.episode_return[ids] = 0.0
         self._observe(self._read(ids), ids, self.a["obs"], self.a["critic_obs"])
-
-
-def _rows_all(x: np.ndarray) -> np.ndarray:
-    """x.all(axis=1) without the method's Python-level wrapper."""
-    return np.logical_and.reduce(x, axis=1)
-
-
-def _as_slice(index: np.ndarray) -> slice | np.ndarray:
-    """`index` as the slice it spans when it is a contiguous ascending range, else itself."""
-    if len(index) and np.array_equal(index, np.arange(index[0], index[0] + len(index))):
-        return slice(int(index[0]), int(index[0]) + len(index))
-    return index
-
-
-def _between(bounds: list[float], unit: np.ndarray) -> np.ndarray:
-    return bounds[0] + (bounds[1] - bounds[0]) * unit

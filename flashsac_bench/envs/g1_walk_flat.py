@@ -72,6 +72,7 @@ import numpy as np
 
 from flashsac_bench.config.backend import BackendConfig
 from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.envs import g1_task as T
 from flashsac_bench.envs.api import EnvStep, RowsDone, VecEnv
 from flashsac_bench.envs.batched import BatchedMujoco
 from flashsac_bench.envs.g1_layout import G1Layout
@@ -327,16 +328,16 @@ class G1WalkFlat(VecEnv):
     # -- internals ----------------------------------------------------------------------------
 
     def _update_curriculum(self, lengths: np.ndarray) -> None:
-        cur = self.cfg.curriculum
-        weight = min(len(lengths) / self._length_window, 1.0)
-        self._mean_episode_length += weight * (float(lengths.mean()) - self._mean_episode_length)
-        if not cur.enabled:
-            return
-        if self._mean_episode_length < cur.level_down_threshold:
-            self._penalty_scale *= 1.0 - cur.degree
-        elif self._mean_episode_length > cur.level_up_threshold:
-            self._penalty_scale *= 1.0 + cur.degree
-        self._penalty_scale = min(max(self._penalty_scale, cur.min_scale), cur.max_scale)
+        """The task's curriculum rule (`g1_task.curriculum_step`) on 0-d float64 arrays."""
+        scale, mean = T.curriculum_step(
+            np.asarray(self._penalty_scale),
+            np.asarray(self._mean_episode_length),
+            np.asarray(float(len(lengths))),
+            np.asarray(float(lengths.sum(dtype=np.float64))),
+            self._length_window,
+            self.cfg.curriculum,
+        )
+        self._penalty_scale, self._mean_episode_length = float(scale), float(mean)
 
 
 class _MetricSums:
