@@ -28,9 +28,7 @@ docs/unilab_differences.md: what differs between the two learners, and why.
 from __future__ import annotations
 
 import os
-import pickle
 import sys
-import tempfile
 import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -71,6 +69,7 @@ def register_configs() -> None:
 def read_source(source: str) -> tuple[Path, str, dict[str, Any]]:
     """(resolved path, kind, payload) of a checkpoint of either kind."""
     from flashsac_bench.runner.checkpoint import resolve_resume_path
+    from flashsac_bench.runner.torch_files import non_finite
 
     path = Path(source).expanduser()
     if not path.exists():
@@ -87,6 +86,10 @@ def read_source(source: str) -> tuple[Path, str, dict[str, Any]]:
         return path, "flashsac_bench", payload
     if "actor" in payload and "critic" in payload and "update_count" in payload:
         ui.architecture(payload)  # raises a one-line ConversionError for a non-FlashSAC one
+        if bad := non_finite(payload):
+            raise ConversionError(
+                f"{path}: non-finite values in {'; '.join(bad[:3])}: a learner that cannot act"
+            )
         return path, "unilab", payload
     keys = ", ".join(sorted(map(str, payload))[:8])
     raise ConversionError(
@@ -96,34 +99,29 @@ def read_source(source: str) -> tuple[Path, str, dict[str, Any]]:
 
 
 def _load(path: Path) -> Any:
-    """Tensor-only unpickling first (UniLab files need nothing else); our runner checkpoints
-    hold numpy env state and need full unpickling (load only files you trust)."""
-    errors = (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError)
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        pass  # not tensors-only (or not a pickle at all: the full load says which)
-    except errors as err:
-        raise ConversionError(f"{path}: not a torch checkpoint ({err})".splitlines()[0]) from None
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except errors as err:
-        raise ConversionError(f"{path}: not a torch checkpoint ({err})".splitlines()[0]) from None
+    """Either kind of checkpoint, read weights-only after its CRCs are checked
+    (runner.torch_files): a UniLab file holds tensors and plain containers only, and so does
+    ours; a file that holds pickled objects is refused and runs nothing."""
+    from flashsac_bench.runner.checkpoint import LEGACY_NOTE, load_checkpoint
+    from flashsac_bench.runner.torch_files import from_plain, safe_load
+
+    payload = safe_load(
+        path, what="torch checkpoint", error=ConversionError, legacy_note=LEGACY_NOTE
+    )
+    if isinstance(payload, dict) and "learner" in payload and "format" in payload:
+        return load_checkpoint(path)  # ours: its format and finite learner state checked too
+    return from_plain(payload)
 
 
 def _save(path: Path, obj: Any, overwrite: bool) -> Path:
     """Atomic write (a temporary file, then a rename): an interruption leaves no half file."""
+    from flashsac_bench.runner.writes import atomic_write
+
     if path.exists() and not overwrite:
         raise ConversionError(f"{path} exists; pass overwrite=true to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    if path.is_dir():
+        raise ConversionError(f"out={path} is a directory; name the file to write")
+    atomic_write(path, lambda f: torch.save(obj, f), "converted checkpoint")
     return path
 
 

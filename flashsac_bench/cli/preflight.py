@@ -154,11 +154,18 @@ def _output_dirs(cfg: Any, multirun: bool, index: int) -> tuple[Path, Path | Non
     """(run dir, sweep dir) as Hydra will name them (a sweep job's subdir with its number)."""
     from omegaconf import OmegaConf, open_dict
 
+    def folder(key: str) -> Path:
+        # An empty value would put the outputs into the current directory, among its files.
+        value = str(OmegaConf.select(cfg, key, default="") or "").strip()
+        if not value:
+            raise UsageError(f"{key} is empty: name the folder the outputs go to")
+        return Path(value)
+
     if not multirun:
-        return Path(str(OmegaConf.select(cfg, "hydra.run.dir"))), None
+        return folder("hydra.run.dir"), None
     with open_dict(cfg.hydra):
         cfg.hydra.job.num = index
-    base = Path(str(OmegaConf.select(cfg, "hydra.sweep.dir")))
+    base = folder("hydra.sweep.dir")
     return base / str(OmegaConf.select(cfg, "hydra.sweep.subdir")), base
 
 

@@ -24,16 +24,17 @@ def _one_line(err: BaseException) -> str:
 
 
 def check_model_file(config: Config) -> None:
-    """Parse and compile an external task.model_file and find everything the task needs in it
-    (joints, actuators, sites for the sensors, the `stand` keyframe), as the env will."""
+    """Parse and compile the task's model (an external task.model_file, or the built-in G1) as
+    the env will, find everything the task needs in it (joints, actuators, sites for the
+    sensors, the `stand` keyframe) and check its physics values (g1_model.check_physics)."""
     model_file = config.task.model_file
-    if model_file is None:
-        return
     from flashsac_bench.envs.g1_layout import G1Layout
-    from flashsac_bench.envs.g1_model import task_spec
+    from flashsac_bench.envs.g1_model import check_physics, task_spec
 
     try:
-        G1Layout.from_model(task_spec(model_file).compile())
+        model = task_spec(model_file).compile()
+        check_physics(model)
+        G1Layout.from_model(model)
     except Exception as err:  # noqa: BLE001 - MuJoCo raises ValueError / its own errors
         text = _one_line(err)
         if not text.startswith("task.model_file"):

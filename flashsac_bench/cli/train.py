@@ -48,11 +48,17 @@ def check_job(cfg: Any, run_dir: Path) -> Config:
     keys, types, cross-group rules), this machine, the env factory and task.model_file
     (cli.runtime_checks), run.resume (the checkpoint exists, is intact, fits the config) and
     the run dir (writable). Raises the user error."""
+    from flashsac_bench.runner.env_factory import env_factory_is_default
     from flashsac_bench.runner.resume import plan_resume
 
     config = to_config(cfg)
     check_runtime(config)
-    plan_resume(config, run_dir, mmap=True)
+    model = None
+    if env_factory_is_default():
+        from flashsac_bench.envs.g1_model import model_record
+
+        model = model_record(config.task.model_file)
+    plan_resume(config, run_dir, mmap=True, model=model)
     problem = probe_writable(run_dir)
     if problem:
         raise UsageError(problem, 1)

@@ -2,8 +2,12 @@
 
 Contents: learner state (networks, target, Adam moments, schedule steps, reward normalizer,
 counter RNG, exploration noise), replay contents + cursor, env state, the collector's current
-observations / dones, episode statistics, the rows so far, and the iteration to continue at.
-Files are torch pickles (env state may hold numpy arrays); load only checkpoints you wrote.
+observations / dones, episode statistics, the rows so far, the model the envs ran (`model`:
+envs.g1_model.model_record) and the iteration to continue at.
+
+A checkpoint is read without running code and only when it is intact (runner.torch_files):
+tensors and plain values only (numpy arrays are stored as byte tensors), every archive record
+checked against its CRC-32, and a learner tensor that is not finite refused, named.
 
 A learner-only checkpoint (`kind: learner_only`, written by `python -m flashsac_bench.convert`
 from a unilab-rl checkpoint, which has no replay or env state) holds the learner state and the
@@ -14,17 +18,23 @@ first (runner.lifecycle.restore).
 from __future__ import annotations
 
 import os
-import pickle
-import zipfile
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.runner.torch_files import (
+    check_container,
+    from_plain,
+    non_finite,
+    safe_load,
+    to_plain,
+)
 from flashsac_bench.runner.writes import atomic_write, atomic_write_text, open_tmp
 
-CHECKPOINT_FORMAT = 1
+# 2: loadable weights-only (numpy arrays stored as byte tensors), the model carried along.
+CHECKPOINT_FORMAT = 2
 CHECKPOINT_DIR = "checkpoints"
 LATEST_NAME = "latest.txt"
 # Periodic checkpoints beyond this many are pruned (oldest first); the ring makes them large.
@@ -56,7 +66,7 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> Path:
 
     torch.save writes through our file object, so a full disk surfaces as errno ENOSPC
     (DiskFullError naming the file) instead of torch's "unexpected pos" check."""
-    payload = {"format": CHECKPOINT_FORMAT, **payload}
+    payload = {"format": CHECKPOINT_FORMAT, **to_plain(payload)}
     # _open_tmp looked up per call: the tests' replacement takes effect.
     atomic_write(path, lambda f: torch.save(payload, f), "checkpoint", opener=_open_tmp)
     atomic_write_text(path.parent / LATEST_NAME, path.name + "\n", "checkpoint pointer")
@@ -101,46 +111,26 @@ def is_learner_only(payload: dict[str, Any]) -> bool:
 
 
 def _check_container(path: Path) -> None:
-    """torch.save writes a zip archive: tell a cut-short file from a foreign one up front, in
-    words, instead of torch's "failed finding central directory" / "invalid load key"."""
-    if not path.exists():
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    if path.is_dir():
-        raise CheckpointError(f"{path} is a directory, not a checkpoint file")
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError as err:
-        raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
-    if not head:
-        raise CheckpointError(f"checkpoint {path} is empty (0 bytes)")
-    if head != b"PK\x03\x04":
-        raise CheckpointError(f"{path} is not a flashsac_bench checkpoint (not a torch.save file)")
-    if not zipfile.is_zipfile(path):
-        size = path.stat().st_size
-        raise CheckpointError(
-            f"checkpoint {path} is truncated ({size} bytes, its end is missing: the write was "
-            "cut short)"
-        )
+    check_container(path, "checkpoint", CheckpointError)
+
+
+# What the refusal of a checkpoint of format 1 says (its numpy arrays were pickled objects).
+LEGACY_NOTE = (
+    "written by an earlier version of flashsac_bench (checkpoint format 1, whose env state was "
+    f"pickled numpy objects); this version reads format {CHECKPOINT_FORMAT} only, which loads "
+    "without running code: continue it with the version that wrote it, or start a new run"
+)
+# Learner tensors that are not parameters or optimizer state (the last cycle's metric sums).
+NOT_STATE = ("metrics",)
 
 
 def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
-    """Load a checkpoint; anything that is not one of ours raises CheckpointError naming it.
+    """Load a checkpoint; anything that is not one of ours, or not intact, raises
+    CheckpointError naming it (runner.torch_files: weights-only, CRC-checked).
 
     mmap=True maps the tensors instead of reading them (cheap checks of a large file)."""
     path = Path(path)
-    _check_container(path)
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=False, mmap=mmap)
-    except (RuntimeError, zipfile.BadZipFile, EOFError) as err:
-        raise CheckpointError(
-            f"checkpoint {path} is corrupt ({type(err).__name__}: {_first_line(err)[:120]})"
-        ) from None
-    except (pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError) as err:
-        raise CheckpointError(
-            f"{path} is not a flashsac_bench checkpoint ({type(err).__name__}: "
-            f"{_first_line(err)[:120]})"
-        ) from None
+    payload = safe_load(path, error=CheckpointError, mmap=mmap, legacy_note=LEGACY_NOTE)
     if not isinstance(payload, dict) or "format" not in payload:
         raise CheckpointError(f"{path} is a torch file but not a flashsac_bench checkpoint")
     if payload["format"] != CHECKPOINT_FORMAT:
@@ -151,7 +141,25 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
     missing = [k for k in REQUIRED_KEYS if k not in payload]
     if missing:
         raise CheckpointError(f"{path} is incomplete: no {', '.join(missing)}")
+    payload = from_plain(payload)
+    check_finite_learner(path, payload)
     return payload
+
+
+def check_finite_learner(path: Path, payload: dict[str, Any]) -> None:
+    """Refuse a learner state that holds NaN / inf (its policy cannot act, its run cannot
+    continue), naming the tensor."""
+    learner = payload.get("learner")
+    tensors = learner.get("tensors") if isinstance(learner, dict) else None
+    if not isinstance(tensors, dict):
+        raise CheckpointError(f"{path} is incomplete: no learner tensors")
+    bad = non_finite({k: v for k, v in tensors.items() if k not in NOT_STATE}, "learner")
+    if bad:
+        raise CheckpointError(
+            f"{path}: non-finite values in {'; '.join(bad[:3])}"
+            f"{f' and {len(bad) - 3} more' if len(bad) > 3 else ''}: this learner cannot act "
+            "or continue"
+        )
 
 
 def _first_line(err: BaseException) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import signal
 import threading
 import time
@@ -17,13 +18,22 @@ import torch
 
 from flashsac_bench.envs.api import VecEnv
 from flashsac_bench.learner.learner import FlashSACLearner
-from flashsac_bench.runner.checkpoint import checkpoint_path, is_learner_only, save_checkpoint
+from flashsac_bench.runner.checkpoint import (
+    CHECKPOINT_DIR,
+    checkpoint_path,
+    is_learner_only,
+    save_checkpoint,
+)
 from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
 from flashsac_bench.runner.collector import Staging
+from flashsac_bench.runner.env_factory import EnvFactory, env_factory_is_default
+from flashsac_bench.runner.liveness import RunDirBusyError, RunDirLock
 from flashsac_bench.runner.records import Records, RunState
 from flashsac_bench.runner.resume import (
     ResumePlan,
+    RunDirInUseError,
     plan_resume,
+    recheck_locked,
     resume_command,
     set_aside_earlier_attempt,
 )
@@ -61,23 +71,76 @@ class Signals:
 
 
 # ---------------------------------------------------------------------------- checkpoints
-def plan_run_resume(records: Records) -> ResumePlan:
+def plan_run_resume(records: Records, env_factory: EnvFactory | None = None) -> ResumePlan:
     """run.resume's checkpoint, loaded and checked (ResumeError before any work); its `skip`
-    says that run.resume=auto found this run complete."""
+    says that run.resume=auto found this run complete. Reads only: the run dir is written once
+    `hold_run_dir` holds it."""
     t = time.perf_counter()
-    plan = plan_resume(records.cfg, records.run_dir, records.info.training_config)
-    for note in plan.notes:
-        log.warning(note)
-    if not plan.skip and plan.payload is not None:
+    if env_factory_is_default(env_factory):
+        from flashsac_bench.envs.g1_model import model_record  # MuJoCo: the built-in env's
+
+        records.info.model = model_record(records.cfg.task.model_file)
+    plan = plan_resume(
+        records.cfg, records.run_dir, records.info.training_config, model=records.info.model
+    )
+    if plan.skip:
+        for note in plan.notes:
+            log.warning(note)
+    elif plan.payload is not None:
         records.state.resumed_from = str(plan.path)
         records.info.startup["resume_load_s"] = time.perf_counter() - t
-    if aside := set_aside_earlier_attempt(plan, records.run_dir):
-        log.warning(
-            "run.resume=auto: the earlier attempt stopped before its first checkpoint; its "
-            "summary and TensorBoard files are now in %s",
-            aside,
-        )
     return plan
+
+
+def hold_run_dir(records: Records, plan: ResumePlan) -> RunDirLock:
+    """Take the run dir's writer lock (RunDirInUseError naming the live writer), check the plan
+    again under it, remove what a killed writer left half-written, and set an earlier
+    attempt aside; the lock, held until the caller releases it (the run's end)."""
+    run_dir = records.run_dir
+    try:
+        lock = RunDirLock(run_dir).acquire()
+    except RunDirBusyError as err:
+        raise RunDirInUseError(
+            f"{err}; a second writer would mix its files with that run's: wait for it to end "
+            "or stop it (its run dir is freed when it exits, however it exits)"
+        ) from None
+    try:
+        recheck_locked(plan, run_dir)
+        for note in plan.notes:
+            log.warning(note)
+        for stale in remove_stale_temps(run_dir):
+            log.warning("removed %s, left half-written by a writer that was killed", stale)
+        if aside := set_aside_earlier_attempt(plan, run_dir):
+            log.warning(
+                "run.resume=auto: the earlier attempt stopped before its first checkpoint; its "
+                "summary and TensorBoard files are now in %s",
+                aside,
+            )
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+# The files of a run dir written through a temp file (writes.atomic_write): a writer killed
+# mid-write leaves ".<name>.XXXXXXXX" behind.
+_ATOMIC_FILES = re.compile(
+    r"\.(iter_\d+\.pt|latest\.txt|summary\.json|heartbeat\.json)\.[A-Za-z0-9_]{8}"
+)
+
+
+def remove_stale_temps(run_dir: Path) -> list[Path]:
+    """Delete the temp files a killed writer left in run_dir and its checkpoints/ (call only
+    while holding the run dir's lock: then no live writer owns them). The paths removed."""
+    removed = []
+    for folder in (run_dir, run_dir / CHECKPOINT_DIR):
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            if _ATOMIC_FILES.fullmatch(entry.name) and entry.is_file():
+                entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
 
 
 def checkpoint_snapshot(
@@ -103,6 +166,7 @@ def checkpoint_snapshot(
         "rows_all": [dict(row) for row in rec["rows_all"]],
         "training_config": copy.deepcopy(records.info.training_config),
         "config": copy.deepcopy(records.info.composed),
+        "model": records.info.model,
     }
     return path, payload
 

@@ -10,10 +10,17 @@ parity analysis and resume) then calls such a run `stale`:
 - same host and pid namespace: stale as soon as the writer's process is gone (pid absent, or
   now a different process);
 - elsewhere (e.g. a SLURM node): stale once the newest heartbeat is older than STALE_AFTER_S.
+
+Who may write a run dir is decided by `RunDirLock`, not by reading these files: an exclusive
+flock on `<run dir>/.writer.lock`, taken before the run writes anything there and held until it
+ends. Taking it is atomic (two runs started together: exactly one gets it) and the kernel drops
+it when its process dies, however it dies, so a dead writer never blocks its resume.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -28,6 +35,8 @@ from flashsac_bench.runner.checkpoint import checkpoint_folder, list_checkpoints
 log = logging.getLogger("flashsac_bench.runner")
 
 HEARTBEAT_NAME = "heartbeat.json"
+LOCK_NAME = ".writer.lock"
+PROBE_GRACE_S = 0.5
 HEARTBEAT_EVERY_S = 10.0
 # A remote writer counts as dead when its last heartbeat is older than this.
 STALE_AFTER_S = 120.0
@@ -175,3 +184,69 @@ def run_state(run_dir: str | os.PathLike[str], summary: dict[str, Any] | None = 
     else:
         return {"status": status, "last_checkpoint": ckpt, "detail": f"{who}, {beat}"}
     return {"status": "stale", "last_checkpoint": ckpt, "detail": detail}
+
+
+class RunDirBusyError(Exception):
+    """Another live process holds the run dir's writer lock (the message names it)."""
+
+
+class RunDirLock:
+    """The exclusive writer lock of a run dir (module docstring). `acquire` raises RunDirBusyError
+    naming the holder; `release` (or the process's end) frees it. The lock file stays: removing
+    it would let a later run lock a new file while an older run still holds the old one."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> RunDirLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # A probe (run_dir_writer) holds a shared lock for microseconds; a writer for its run.
+        deadline = time.monotonic() + PROBE_GRACE_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise RunDirBusyError(self._busy_text()) from None
+                time.sleep(0.02)
+        identity = {**writer_identity(), "locked_unix": time.time()}
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(identity) + "\n").encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor drops the flock
+
+    def __enter__(self) -> RunDirLock:
+        return self if self._fd is not None else self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def _busy_text(self) -> str:
+        holder = _read_json(self.path) or {}
+        who = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
+        return f"{self.path.parent} is being written by another live process ({who})"
+
+
+def run_dir_writer(run_dir: Path) -> str | None:
+    """Who holds the run dir's writer lock now (a description), or None. Creates nothing."""
+    path = Path(run_dir) / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return RunDirLock(run_dir)._busy_text()
+    finally:
+        os.close(fd)
+    return None

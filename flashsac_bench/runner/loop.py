@@ -103,7 +103,7 @@ class Runner:
         self._run_t0 = time.perf_counter()  # run.time_limit_s counts from here (incl. setup)
         # The config is checked (flashsac_bench.cli); what the run itself can refuse (its
         # resume checkpoint) it refuses before the run dir exists.
-        plan = lifecycle.plan_run_resume(self.records)
+        plan = lifecycle.plan_run_resume(self.records, self.env_factory)
         if plan.skip:  # run.resume=auto: this run is complete
             return self._existing_summary()
         self._resume_payload, plan.payload = plan.payload, None  # setup drops it once restored
@@ -111,9 +111,11 @@ class Runner:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise write_error(err, self.run_dir, "run dir") from err
+        # One live writer per run dir, from here to the end (released last).
+        run_dir_lock = lifecycle.hold_run_dir(self.records, plan)
         self.info.git = git_info()
         # `closing` undoes setup, however far it got, after a failure has been recorded.
-        with lifecycle.Signals() as signals, ExitStack() as closing:
+        with run_dir_lock, lifecycle.Signals() as signals, ExitStack() as closing:
             try:
                 heartbeat = Heartbeat(self.run_dir, lambda: self.state.done_iterations)
                 closing.callback(heartbeat.start().stop)

@@ -89,6 +89,10 @@ class RunInfo:
     )
     git: dict[str, Any] = field(default_factory=dict)
     startup: dict[str, float] = field(default_factory=dict)
+    # The model the envs step (envs.g1_model.model_record; None: a custom env factory's env):
+    # carried by every checkpoint, so that resume can refuse another model and evaluate /
+    # export use exactly this one.
+    model: dict[str, Any] | None = None
 
 
 @dataclass

@@ -31,7 +31,7 @@ from flashsac_bench.runner.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
-from flashsac_bench.runner.liveness import HEARTBEAT_NAME
+from flashsac_bench.runner.liveness import HEARTBEAT_NAME, run_dir_writer
 from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
 
 log = logging.getLogger("flashsac_bench.runner")
@@ -168,11 +168,38 @@ def _resolved_differences(saved_tc: dict[str, Any], training_config: dict[str, A
     return diffs
 
 
+def model_difference(saved: Any, model: dict[str, Any] | None) -> str | None:
+    """What differs between the model a checkpoint's envs ran (its `model` record) and the one
+    this run would build (envs.g1_model.model_record; None: a custom env, not compared)."""
+    if model is None or not isinstance(saved, dict) or saved.get("sha256") == model["sha256"]:
+        return None
+    short = f"sha256 {str(saved.get('sha256'))[:12]}..., now {model['sha256'][:12]}..."
+    if model["model_file"] is None:
+        return (
+            f"the built-in G1 model differs from the one the checkpoint was trained with ({short}:"
+            " another flashsac_bench or MuJoCo version)"
+        )
+    return (
+        f"task.model_file={model['model_file']} changed since the checkpoint was written "
+        f"({short}, over the MJCF and the files it reads)"
+    )
+
+
 def check_compatible(
-    plan: ResumePlan, config: Config, training_config: dict[str, Any] | None = None
+    plan: ResumePlan,
+    config: Config,
+    training_config: dict[str, Any] | None = None,
+    model: dict[str, Any] | None = None,
 ) -> None:
-    """Refuse (ResumeError, one message naming every key) what the checkpoint cannot continue."""
+    """Refuse (ResumeError, one message naming every key) what the checkpoint cannot continue.
+    `model`: the model this run's envs will step (its record), compared with the checkpoint's."""
     payload = plan.payload or {}
+    changed = model_difference(payload.get("model"), model)
+    if changed:
+        raise ResumeError(
+            f"{plan.path}: {changed}; a continued run would step another robot than the one it "
+            "learned on: restore the model the checkpoint was written with, or start a new run"
+        )
     diffs = config_differences(payload.get("config") or {}, config)
     if is_learner_only(payload):
         # Only a learner to continue (no replay, env or rows): a new run around it may differ in
@@ -226,10 +253,17 @@ def plan_resume(
     training_config: dict[str, Any] | None = None,
     *,
     mmap: bool = False,
+    model: dict[str, Any] | None = None,
 ) -> ResumePlan:
-    """What run.resume asks for, checked: the plan, or ResumeError / CheckpointError."""
+    """What run.resume asks for, checked: the plan, or ResumeError / CheckpointError.
+    `model`: the record of the model this run's envs will step (None: not compared)."""
     spec = config.run.resume
     run_dir = Path(run_dir)
+    if writer := run_dir_writer(run_dir):
+        raise RunDirInUseError(
+            f"{writer}; a second writer would mix its files with that run's: wait for it to "
+            "end or stop it (its run dir is freed when it exits, however it exits)"
+        )
     if not spec:
         if found := earlier_outputs(run_dir):
             raise RunDirInUseError(
@@ -260,8 +294,28 @@ def plan_resume(
             f"{config.run.iterations} iterations), nothing to do"
         )
         return plan
-    check_compatible(plan, config, training_config)
+    check_compatible(plan, config, training_config, model)
     return plan
+
+
+def recheck_locked(plan: ResumePlan, run_dir: Path) -> None:
+    """Once this run holds the run dir's writer lock: what `plan` was decided on still holds
+    (another run may have written the dir between the plan and the lock)."""
+    if plan.skip:
+        return
+    if plan.path is None and not plan.set_aside and (found := earlier_outputs(run_dir)):
+        raise RunDirInUseError(
+            f"{run_dir} holds an earlier run's outputs ({', '.join(found)}), written while this "
+            "run was starting: continue that run with run.resume=auto, or give this one another "
+            "hydra.run.dir"
+        )
+    if plan.path is not None and plan.path.parent == run_dir / CHECKPOINT_DIR:
+        newest = list_checkpoints(plan.path.parent)
+        if newest and newest[-1] != plan.path:
+            raise ResumeError(
+                f"{run_dir} got a newer checkpoint ({newest[-1].name}) while this run was "
+                f"starting from {plan.path.name}: another run wrote it; start this one again"
+            )
 
 
 # ---------------------------------------------------------------------------- earlier runs

@@ -53,10 +53,37 @@ def write_error(err: BaseException, path: Path, what: str) -> BaseException:
     return err
 
 
+def _umask() -> int:
+    # Read without a race where the process can tell (Linux /proc); else set-and-restore.
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def open_tmp(folder: Path, name: str) -> tuple[IO[bytes], str]:
-    """A new temp file beside the file `name` in `folder` (same file system: rename is atomic)."""
+    """A new temp file beside the file `name` in `folder` (same file system: rename is atomic).
+
+    mkstemp creates it 0600; the renamed file gets the mode any new file gets here (0644 under
+    the usual umask 022), so a run's outputs are readable by whoever may read its folder."""
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except OSError:
+        pass  # a file system without modes keeps its own
     return os.fdopen(fd, "wb"), tmp
+
+
+def is_temp_of(name: str, path_name: str) -> bool:
+    """Whether `name` is an open_tmp temp file of the file `path_name` (".<name>.XXXXXXXX")."""
+    prefix = f".{path_name}."
+    return name.startswith(prefix) and len(name) > len(prefix)
 
 
 def atomic_write(
