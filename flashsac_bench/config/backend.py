@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from flashsac_bench.config.errors import ConfigError
 
 MODES = ("auto", "processes", "threads")
+BACKENDS = ("mujoco", "mjwarp")
 # Cores the learner's own thread keeps when the envs run in worker processes.
 LEARNER_CORES = 1
 # Auto picks worker processes only when at least this many cores are left for them: with fewer,
@@ -35,9 +36,47 @@ class EnvPlan:
 
 
 @dataclass
+class WarpOptions:
+    """The mjwarp backend's own options (`backend.warp`, set by conf/backend/mjwarp.yaml)."""
+
+    # Where the worlds run: "auto" = CUDA when torch sees it, else Warp's CPU device (testing
+    # only). It must be the learner's device (hardware.device): transitions stay on it.
+    device: str = "auto"
+    # Contacts allocated per world and constraint rows per world (MuJoCo Warp allocates its
+    # buffers once): enough for a G1 lying on the floor; too few drops contacts.
+    nconmax: int = 48
+    njmax: int = 256
+
+    def __post_init__(self) -> None:
+        dev = self.device
+        if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
+            raise ConfigError(f"backend.warp.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
+        if self.nconmax < 1 or self.njmax < 1:
+            raise ConfigError(
+                f"backend.warp.nconmax and njmax must be >= 1, got {self.nconmax}, {self.njmax}"
+            )
+
+    def resolved_device(self) -> str:
+        """The worlds' torch device: "cpu" or "cuda:N" ("auto": cuda:0 when torch sees CUDA)."""
+        return same_device(self.device)
+
+
+def same_device(device: str) -> str:
+    """A device name in one spelling: "auto" resolved (CUDA when torch sees it), "cuda" as
+    "cuda:0"; so that two names of one device compare equal."""
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda:0" if device == "cuda" else device
+
+
+@dataclass
 class BackendConfig:
     """Physics backend that steps the envs (group `backend`)."""
 
+    # "mujoco": MuJoCo on the CPU (mode, workers, num_threads, worker_timeout_s apply).
+    # "mjwarp": MuJoCo Warp on the learner's device, options in `warp` ([mjwarp] extra).
     name: str = "mujoco"
     # "processes": env shards in worker processes (each steps its envs AND computes their
     # observations, rewards and resets, free of the trainer's GIL). "threads": one process, a
@@ -50,11 +89,15 @@ class BackendConfig:
     num_threads: int = 0
     # A worker that sends no reply to a step within this many seconds is declared hung.
     worker_timeout_s: float = 10.0
+    # The mjwarp backend's options (None: the defaults; conf/backend/mjwarp.yaml sets them).
+    warp: WarpOptions | None = None
 
     def __post_init__(self) -> None:
-        if self.name != "mujoco":
+        if self.name not in BACKENDS:
+            raise ConfigError(f"backend.name must be one of {BACKENDS}, got {self.name!r}")
+        if self.warp is not None and self.name != "mjwarp":
             raise ConfigError(
-                f"backend.name must be 'mujoco' (the only backend), got {self.name!r}"
+                f"backend.warp options apply to backend=mjwarp only, not backend={self.name}"
             )
         if self.mode not in MODES:
             raise ConfigError(f"backend.mode must be one of {MODES}, got {self.mode!r}")
@@ -69,6 +112,25 @@ class BackendConfig:
             raise ConfigError(f"backend.num_threads must be >= 0, got {self.num_threads}")
         if not self.worker_timeout_s > 0:
             raise ConfigError(f"backend.worker_timeout_s must be > 0, got {self.worker_timeout_s}")
+
+    def warp_options(self) -> WarpOptions:
+        """backend.warp, or its defaults."""
+        return self.warp if self.warp is not None else WarpOptions()
+
+    def check_available(self) -> None:
+        """Refuse backend=mjwarp where its packages are not installed (one line naming the
+        install command). Not part of __post_init__: a config must still compose and validate
+        on a machine without them (tests, --cfg job)."""
+        if self.name != "mjwarp":
+            return
+        import importlib.util
+
+        missing = [m for m in ("warp", "mujoco_warp") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ConfigError(
+                f"backend=mjwarp needs the [mjwarp] extra ({', '.join(missing)} not installed): "
+                'pip install -e ".[mjwarp]"'
+            )
 
     def resolved_num_threads(self, num_envs: int) -> int:
         """Threads of the in-process pool: never more than there are envs."""

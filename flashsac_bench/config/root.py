@@ -5,7 +5,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import BackendConfig, same_device
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.keys import suggest, unknown_keys
@@ -44,6 +44,16 @@ class Config:
                 f"run.num_envs {self.run.num_envs})."
             )
         self.backend.plan(self.run.num_envs)  # e.g. more worker processes than envs
+        if self.backend.name == "mjwarp":
+            # The device env hands its transitions to the learner's ring without host staging.
+            worlds = self.backend.warp_options().resolved_device()
+            learner = same_device(self.hardware.resolved_device())
+            if worlds != learner:
+                raise ConfigError(
+                    f"backend=mjwarp runs its worlds on {worlds} but hardware={self.hardware.name} "
+                    f"puts the learner on {learner}: they must share a device (set "
+                    f"backend.warp.device={learner} or another hardware)"
+                )
         if self.replay.learning_starts > self.replay.replay_buffer_n:
             raise ConfigError(
                 f"replay.learning_starts={self.replay.learning_starts} exceeds "

@@ -4,6 +4,12 @@
 fake) subclasses it, so a class that lacks a method cannot be built, and `check_env` /
 `check_step` test what a class cannot declare (the sizes' types, the step's dtypes and shapes).
 An env written elsewhere joins by subclassing or by `VecEnv.register(cls)`.
+
+`DeviceVecEnv` is the contract of an env whose state lives on the learner's device (the MuJoCo
+Warp backend): it takes and returns torch tensors there, never synchronizes with the host in a
+step, and may capture its step as a CUDA graph. The runner steps it without host staging or
+worker processes (runner.device_collector); `check_device_step` tests its dtypes, shapes and
+device. torch is imported only where a device env is made or checked.
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,84 @@ class VecEnv(ABC):
         return step
 
 
+@dataclass(frozen=True)
+class DeviceEnvStep:
+    """What one step of a DeviceVecEnv returns: EnvStep's fields (the same meaning, dtypes and
+    shapes) as torch tensors on the env's device, allocated once and overwritten in place by
+    every step. `reward_terms` holds each weighted term, in the order of the env's names."""
+
+    obs: torch.Tensor
+    critic_obs: torch.Tensor
+    final_obs: torch.Tensor
+    final_critic_obs: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    reward_terms: dict[str, torch.Tensor]
+    episode_return: torch.Tensor
+    episode_length: torch.Tensor
+
+
+class DeviceVecEnv(ABC):
+    """N autoresetting envs whose state lives on `device` (torch tensors in and out).
+
+    `step` takes float32 actions (N, action_dim) on the device and returns the DeviceEnvStep
+    described above. It never waits for the device (no host copy of a device value, no
+    data-dependent Python), so the caller may queue it with other device work, and on CUDA
+    `capture(actions)` may record it as a CUDA graph on the current stream: later `step` calls
+    with that same actions tensor replay it. `metrics`, `get_state` and `set_state` may
+    synchronize (they run between iterations); `get_state` returns host copies (picklable, for
+    checkpoints); `close` frees the device state and may be called more than once.
+    """
+
+    num_envs: int
+    obs_dim: int
+    critic_obs_dim: int
+    action_dim: int
+    max_episode_steps: int
+
+    @property
+    @abstractmethod
+    def device(self) -> torch.device:
+        """Where the env's tensors live (the learner's device)."""
+
+    @abstractmethod
+    def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reset every env; returns the (obs, critic_obs) output tensors."""
+
+    @abstractmethod
+    def step(self, actions: torch.Tensor) -> DeviceEnvStep: ...
+
+    @abstractmethod
+    def metrics(self) -> dict[str, float]: ...
+
+    @abstractmethod
+    def get_state(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def set_state(self, state: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def capture(self, actions: torch.Tensor) -> bool:
+        """Record `step(actions)` as a CUDA graph on the current stream (once, before the
+        loop; the env's state is left as it was). False where the env cannot (the default, and
+        on a CPU device): its steps then run as ordinary calls."""
+        return False
+
+    @property
+    def step_mode(self) -> str:
+        """How `step` runs, for the run's summary (e.g. "cuda_graph", "eager")."""
+        return "eager"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @runtime_checkable
 class TaskEnv(Protocol):
     """What evaluation uses beyond VecEnv: the physics pose of every env (rendering) and the
@@ -154,9 +241,12 @@ SIZES = ("num_envs", "obs_dim", "critic_obs_dim", "action_dim", "max_episode_ste
 
 
 def check_env(env: object) -> None:
-    """TypeError naming what makes `env` no VecEnv: not one, or a size missing or no int."""
-    if not isinstance(env, VecEnv):
-        raise TypeError(f"the env factory returned {type(env).__name__}, not a VecEnv")
+    """TypeError naming what makes `env` no VecEnv or DeviceVecEnv: neither, or a size missing
+    or no int."""
+    if not isinstance(env, VecEnv | DeviceVecEnv):
+        raise TypeError(
+            f"the env factory returned {type(env).__name__}, not a VecEnv or DeviceVecEnv"
+        )
     for name in SIZES:
         value = getattr(env, name, None)
         if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
@@ -184,4 +274,33 @@ def check_step(env: VecEnv, step: EnvStep) -> None:
             raise TypeError(
                 f"{type(env).__name__}: EnvStep.{name} must be {np.dtype(dtype)} {shape}, "
                 f"got {got.strip()}"
+            )
+
+
+def check_device_step(env: DeviceVecEnv, step: DeviceEnvStep) -> None:
+    """TypeError naming the first DeviceEnvStep field whose dtype, shape or device breaks the
+    contract."""
+    import torch
+
+    n, dev = env.num_envs, env.device
+    f32, b, i32 = torch.float32, torch.bool, torch.int32
+    fields: list[tuple[str, Any, torch.dtype, tuple[int, ...]]] = [
+        ("obs", step.obs, f32, (n, env.obs_dim)),
+        ("critic_obs", step.critic_obs, f32, (n, env.critic_obs_dim)),
+        ("final_obs", step.final_obs, f32, (n, env.obs_dim)),
+        ("final_critic_obs", step.final_critic_obs, f32, (n, env.critic_obs_dim)),
+        ("reward", step.reward, f32, (n,)),
+        ("terminated", step.terminated, b, (n,)),
+        ("truncated", step.truncated, b, (n,)),
+        ("episode_return", step.episode_return, f32, (n,)),
+        ("episode_length", step.episode_length, i32, (n,)),
+        *((f"reward_terms[{k!r}]", v, f32, (n,)) for k, v in step.reward_terms.items()),
+    ]
+    for name, t, dtype, shape in fields:
+        ok = isinstance(t, torch.Tensor) and t.dtype == dtype and tuple(t.shape) == shape
+        if not ok or t.device.type != dev.type:
+            got = f"{getattr(t, 'dtype', type(t).__name__)} {tuple(getattr(t, 'shape', ()))}"
+            raise TypeError(
+                f"{type(env).__name__}: DeviceEnvStep.{name} must be {dtype} {shape} on "
+                f"{dev}, got {got} on {getattr(t, 'device', '?')}"
             )

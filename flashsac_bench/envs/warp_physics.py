@@ -1,0 +1,245 @@
+"""N worlds of one MuJoCo model on MuJoCo Warp, their state as torch views on the same device.
+
+The physics of the `mjwarp` backend (`g1_warp`): `mujoco_warp` steps every world at once on a
+Warp device ("cuda:N", or Warp's "cpu" device for testing), and every array the task reads or
+writes (qpos, qvel, ctrl, sensordata, the solver's warm start, the per-world servo gains) is a
+zero-copy torch view of Warp's memory (`wp.to_torch`), so no step copies state to the host.
+
+A control step is `step2`, `step` (nsub - 1 times), `step1`: as in `envs.batched`, the data is
+kept with its position and velocity stages computed for its current state (so the sensors
+describe the state the next action acts on), and the first physics step finishes from them.
+Resets write the new states into the worlds that ended (every world is computed, the rows
+selected: no data-dependent shapes) and recompute the stages of every world (`stages`).
+
+The per-world servo gains (the task's kp / kd randomization) live in Warp's batched model
+fields (`actuator_gainprm` / `actuator_biasprm`, one row per world). MuJoCo Warp computes in
+float32: gains, states and sensors are rounded where the CPU backend keeps float64.
+
+Graphs. `capture()` records the control step's physics and the stage recomputation as Warp
+graphs: on Warp's CPU device an operation stream that Warp replays in C++ (the same kernels,
+the same bits, without Python's launch overhead), on CUDA CUDA graphs on the torch stream.
+`external_capture()` lets a caller's torch CUDA-graph capture record the Warp launches too
+(the env's whole step as one graph). Warp kernels launch on torch's current stream, so Warp
+and torch work stay in order without synchronizing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import mujoco
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = 'pip install -e ".[mjwarp]"'
+
+
+class MissingExtraError(ImportError):
+    """backend=mjwarp without warp-lang / mujoco-warp installed."""
+
+
+def import_warp() -> tuple[Any, Any]:
+    """(warp, mujoco_warp), or MissingExtraError naming the install command."""
+    try:
+        import mujoco_warp
+        import warp
+    except ImportError as err:
+        raise MissingExtraError(
+            f"backend=mjwarp needs the [mjwarp] extra ({err.name} is not installed): {INSTALL_HINT}"
+        ) from None
+    warp.config.quiet = True
+    return warp, mujoco_warp
+
+
+def warp_device_name(device: str) -> str:
+    """The Warp device of a torch device string: "cpu", or "cuda:N" (plain "cuda" = cuda:0)."""
+    return "cuda:0" if device == "cuda" else device
+
+
+class WarpPhysics:
+    """`num_worlds` copies of `model`, stepped together on `device`."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        num_worlds: int,
+        device: str,
+        nconmax: int,
+        njmax: int,
+    ) -> None:
+        wp, mjw = import_warp()
+        self._wp, self._mjw = wp, mjw
+        m = copy.copy(model)
+        # MuJoCo's own autoreset is disabled for the CPU backend (a diverged world must surface
+        # as a non-finite state); MuJoCo Warp has none and refuses the flag.
+        m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
+        self.model = m
+        self.num_worlds = n = num_worlds
+        self.wp_device = wp.get_device(warp_device_name(device))
+        self.device = torch.device(device if device != "cuda" else "cuda:0")
+        with wp.ScopedDevice(self.wp_device):
+            batched = {"actuator_gainprm": n, "actuator_biasprm": n}
+            self.m = mjw.put_model(m, batch_sizes=batched)
+            self.d = mjw.make_data(m, nworld=n, nconmax=nconmax, njmax=njmax)
+        view = wp.to_torch
+        d = self.d
+        self.qpos, self.qvel, self.ctrl = view(d.qpos), view(d.qvel), view(d.ctrl)
+        self.sensordata = view(d.sensordata)
+        self.qacc_warmstart, self.time = view(d.qacc_warmstart), view(d.time)
+        self._gainprm, self._biasprm = view(self.m.actuator_gainprm), view(self.m.actuator_biasprm)
+
+        def nominal(a: np.ndarray) -> torch.Tensor:
+            return torch.as_tensor(a.copy(), dtype=torch.float64, device=self.device)
+
+        # Nominal servo gains (position actuators: gain kp, bias [0, -kp, -kv]), float64.
+        self._kp = nominal(m.actuator_gainprm[:, 0])
+        self._bias_kp = nominal(m.actuator_biasprm[:, 1])
+        self._bias_kv = nominal(m.actuator_biasprm[:, 2])
+        self.kp_scale = torch.ones(n, dtype=torch.float64, device=self.device)
+        self.kd_scale = torch.ones(n, dtype=torch.float64, device=self.device)
+        self._nsub = 1
+        self._graphs: dict[str, Any] = {}
+        self._external = False  # inside a caller's capture: launch, never replay
+
+    # -- stepping -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _scope(self) -> Iterator[Any]:
+        """Warp's device, and on CUDA torch's current stream: Warp work queues behind torch's."""
+        wp = self._wp
+        with wp.ScopedDevice(self.wp_device):
+            if not self.wp_device.is_cuda:
+                yield None
+                return
+            stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+            with wp.ScopedStream(stream, sync_enter=False):
+                yield stream
+
+    def _substeps(self) -> None:
+        mjw, m, d = self._mjw, self.m, self.d
+        mjw.step2(m, d)
+        for _ in range(self._nsub - 1):
+            mjw.step(m, d)
+        mjw.step1(m, d)
+
+    def _stages(self) -> None:
+        self._mjw.step1(self.m, self.d)
+
+    def _run(self, name: str, body: Any) -> None:
+        with self._scope() as stream:
+            graph = None if self._external else self._graphs.get(name)
+            if graph is None:
+                body()
+            elif stream is None:
+                self._wp.capture_launch(graph)
+            else:
+                self._wp.capture_launch(graph, stream=stream)
+
+    def step(self, nsub: int) -> None:
+        """Hold `ctrl` for `nsub` physics steps in every world; the stages of the new state."""
+        if self._graphs and nsub != self._nsub:
+            raise ValueError(f"the captured physics holds {self._nsub} substeps, not {nsub}")
+        self._nsub = nsub
+        self._run("substeps", self._substeps)
+
+    def stages(self) -> None:
+        """Recompute the position and velocity stages (sensors included) of every world."""
+        self._run("stages", self._stages)
+
+    def capture(self, nsub: int) -> bool:
+        """Record `step(nsub)` and `stages()` as Warp graphs (their kernels must have run once:
+        call after a step). False, with the reason logged, where Warp cannot."""
+        wp = self._wp
+        self._nsub = nsub
+        graphs = {}
+        try:
+            for name, body in (("substeps", self._substeps), ("stages", self._stages)):
+                with self._scope() as stream:
+                    wp.capture_begin(device=self.wp_device, stream=stream)
+                    try:
+                        body()
+                    finally:
+                        graphs[name] = wp.capture_end(device=self.wp_device, stream=stream)
+        except Exception as err:  # noqa: BLE001 - a failed capture leaves the eager launches
+            log.warning(
+                "MuJoCo Warp graph capture failed (%s: %s); stepping eagerly",
+                type(err).__name__,
+                err,
+            )
+            return False
+        self._graphs = graphs
+        return True
+
+    @contextlib.contextmanager
+    def external_capture(self) -> Iterator[None]:
+        """Inside a caller's torch CUDA-graph capture on the current stream: record the Warp
+        launches into it (Warp's own graphs are not replayed meanwhile)."""
+        wp = self._wp
+        stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+        wp.capture_begin(
+            device=self.wp_device,
+            stream=stream,
+            external=True,
+            capture_mode=wp.CaptureMode.THREAD_LOCAL,
+        )
+        self._external = True
+        try:
+            yield
+        finally:
+            self._external = False
+            wp.capture_end(device=self.wp_device, stream=stream)
+
+    # -- per-world writes: every world computed, the rows of `mask` kept ------------------------
+
+    def set_gain_scales(self, mask: torch.Tensor, kp: torch.Tensor, kd: torch.Tensor) -> None:
+        """Where `mask`: the servo gains times kp (stiffness) and kd (damping), float64 scales."""
+        self.kp_scale.copy_(torch.where(mask, kp, self.kp_scale))
+        self.kd_scale.copy_(torch.where(mask, kd, self.kd_scale))
+        self._write_gains(mask[:, None])
+
+    def _write_gains(self, rows: torch.Tensor) -> None:
+        kp, kd = self.kp_scale[:, None], self.kd_scale[:, None]
+        g, b = self._gainprm, self._biasprm
+        g[:, :, 0] = torch.where(rows, (self._kp * kp).to(torch.float32), g[:, :, 0])
+        b[:, :, 1] = torch.where(rows, (self._bias_kp * kp).to(torch.float32), b[:, :, 1])
+        b[:, :, 2] = torch.where(rows, (self._bias_kv * kd).to(torch.float32), b[:, :, 2])
+
+    def reset_worlds(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """Where `mask`: a fresh start at qpos / qvel (time 0, no solver warm start, as
+        mj_resetData leaves it); then every world's stages."""
+        rows = mask[:, None]
+        self.qpos.copy_(torch.where(rows, qpos.to(torch.float32), self.qpos))
+        self.qvel.copy_(torch.where(rows, qvel.to(torch.float32), self.qvel))
+        self.qacc_warmstart.masked_fill_(rows, 0.0)
+        self.time.masked_fill_(mask, 0.0)
+        self.stages()
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        """Host copies of everything a step reads besides ctrl (set by every step)."""
+        out = {
+            "qpos": self.qpos,
+            "qvel": self.qvel,
+            "qacc_warmstart": self.qacc_warmstart,
+            "time": self.time,
+            "kp_scale": self.kp_scale,
+            "kd_scale": self.kd_scale,
+        }
+        return {k: v.detach().cpu().numpy().copy() for k, v in out.items()}
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        for name in ("qpos", "qvel", "qacc_warmstart", "time", "kp_scale", "kd_scale"):
+            target = getattr(self, name)
+            target.copy_(torch.as_tensor(np.asarray(state[name])).to(target.dtype))
+        self._write_gains(torch.ones(self.num_worlds, 1, dtype=torch.bool, device=self.device))
+        self.stages()
+
+    def close(self) -> None:
+        self._graphs = {}
