@@ -93,11 +93,26 @@ def _hydra_message(err: BaseException) -> str | None:
     return None
 
 
+# The options' schema that "did you mean" draws from (a tool sets its own: suggest_from).
+_suggest_schema: type | None = None
+
+
+def suggest_from(schema: type) -> None:
+    """Draw "did you mean" suggestions from `schema` (a command's options dataclass)."""
+    global _suggest_schema
+    _suggest_schema = schema
+
+
 def _unknown_key(key: str, detail: str) -> str:
     from flashsac_bench.config.keys import suggest
-    from flashsac_bench.config.root import Config
 
-    close = suggest(key, Config())
+    if _suggest_schema is None:
+        from flashsac_bench.config.root import Config
+
+        schema = Config()
+    else:
+        schema = _suggest_schema()
+    close = suggest(key, schema)
     hint = f" (did you mean {close}?)" if close else ""
     return f"unknown key {key}{hint}: {detail}"
 

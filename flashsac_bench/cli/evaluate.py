@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashsac_bench.cli.tool import Tool, run_tool
+from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
 from flashsac_bench.evaluation.config import EvalConfig
-from flashsac_bench.evaluation.render import frame_stride, render_episode
+from flashsac_bench.evaluation.render import GIF_NAME, STRIP_NAME, frame_stride, render_episode
 from flashsac_bench.evaluation.robustness import (
     Condition,
     apply_condition,
@@ -55,24 +56,46 @@ if TYPE_CHECKING:
 
 EVAL_NAME = "eval.json"
 EVAL_FORMAT = 1
+# Seconds between two progress lines of a rollout.
+PROGRESS_EVERY_S = 5.0
 # What "walks" means for a training run (run.stop_at_walk), applied to the deterministic policy.
 GOAL_EPISODE_LENGTH = WALK_EPISODE_LENGTH
 GOAL_LIN_VEL_TRACKING_FRAC = WALK_TRACKING_FRAC
+
+
+def _say(text: str) -> None:
+    """A progress line (stderr: stdout holds the results)."""
+    print(f"flashsac_bench.evaluate: {text}", file=sys.stderr, flush=True)
+
+
+class _RolloutProgress:
+    """Progress lines of a rollout: when it starts, then at most every PROGRESS_EVERY_S."""
+
+    def __init__(self, what: str, episodes: int) -> None:
+        self.what, self.episodes = what, episodes
+        self.t0 = self.last = time.perf_counter()
+        _say(f"{what}: {episodes} episodes ...")
+
+    def __call__(self, steps: int, done: int) -> None:
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            _say(f"{self.what}: {done} of {self.episodes} episodes done, {steps} steps, "
+                 f"{now - self.t0:.0f} s")  # fmt: skip
 
 
 def evaluate(ec: EvalConfig) -> dict[str, Any]:
     import torch
 
     from flashsac_bench.envs import TaskEnv, make_env
-    from flashsac_bench.evaluation.trained import load_trained_learner, run_dir_of
+    from flashsac_bench.evaluation.trained import load_trained_learner, run_dir_of, trained_task
     from flashsac_bench.runner.summary import git_info, write_json
 
-    device = ec.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = _device(ec.device)
     t0 = time.perf_counter()
     trained = load_trained_learner(ec.checkpoint, device, ec.dtype)
     cfg, learner = trained.config, trained.learner
+    _say(f"{trained.checkpoint} (iteration {trained.iteration}) on {device}")
     if ec.render:
         frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
     out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
@@ -82,104 +105,150 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
         backend = type(backend)(
             **{**asdict(backend), "mode": "threads", "workers": 0, "num_threads": ec.threads}
         )
-    task = cfg.task
 
     def policy(obs: np.ndarray) -> np.ndarray:
         x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(learner.device)
         return learner.act_deterministic(x).float().cpu().numpy().astype(np.float64)
 
-    def metrics(out: EnvStep) -> dict[str, np.ndarray]:
-        return step_metrics(
-            out.final_critic_obs,
-            out.reward_terms,
-            lin_vel_scale=task.obs.lin_vel_scale,
-            gyro_scale=task.obs.gyro_scale,
-            tracking_sigma=task.tracking_sigma,
-            lin_weight=task.rewards.tracking_lin_vel,
-            ang_weight=task.rewards.tracking_ang_vel,
-            ctrl_dt=task.ctrl_dt,
-        )
+    # The envs step the model the checkpoint carries (an edited or deleted MJCF changes nothing).
+    with trained_task(trained) as task:
 
-    def run(
-        envs: int, episodes: int, condition: Condition | None = None, render: bool = False
-    ) -> tuple[Rollout, dict[str, Any], dict[str, float]]:
-        """(rollout, penalty-scale note, env metrics) in a fresh env of seed ec.seed: every
-        run starts from the same states, so robustness conditions compare with nominal."""
-        env = make_env(task, backend, envs, ec.seed)
-        try:
-            scale_note = _apply_penalty_scale(env, trained.payload, ec.penalty_scale)
-            if condition is not None:
-                apply_condition(env, condition)
-            render_env = min(max(ec.render_env, 0), envs - 1)
-            record_steps = int(round(ec.render_seconds / task.ctrl_dt)) if render else 0
-            qpos = env.qpos if isinstance(env, TaskEnv) else None
-            record = (lambda: qpos[render_env].copy()) if qpos is not None else None
-            result = rollout(
-                env,
-                policy,
-                episodes,
-                metrics,
-                record=record,
-                record_env=render_env,
-                record_steps=record_steps,
+        def metrics(out: EnvStep) -> dict[str, np.ndarray]:
+            return step_metrics(
+                out.final_critic_obs,
+                out.reward_terms,
+                lin_vel_scale=task.obs.lin_vel_scale,
+                gyro_scale=task.obs.gyro_scale,
+                tracking_sigma=task.tracking_sigma,
+                lin_weight=task.rewards.tracking_lin_vel,
+                ang_weight=task.rewards.tracking_ang_vel,
+                ctrl_dt=task.ctrl_dt,
             )
-            return result, scale_note, env.metrics()
-        finally:
-            env.close()
 
-    t_roll = time.perf_counter()
-    result, scale_note, final_env_metrics = run(num_envs, ec.episodes, render=ec.render)
-    rollout_s = time.perf_counter() - t_roll
-    robustness: dict[str, Any] = {}
-    for name in ec.robustness:
-        cond = make_condition(name, task, ec.push_step, ec.push_velocity)
-        if name == "nominal":  # the rollout above, exactly: not run twice
-            episodes = result.episodes
+        def run(
+            envs: int,
+            episodes: int,
+            what: str,
+            condition: Condition | None = None,
+            render: bool = False,
+        ) -> tuple[Rollout, dict[str, Any], dict[str, float]]:
+            """(rollout, penalty-scale note, env metrics) in a fresh env of seed ec.seed: every
+            run starts from the same states, so robustness conditions compare with nominal."""
+            env = make_env(task, backend, envs, ec.seed)
+            try:
+                scale_note = _apply_penalty_scale(env, trained.payload, ec.penalty_scale)
+                if condition is not None:
+                    apply_condition(env, condition)
+                render_env = ec.render_env
+                record_steps = int(round(ec.render_seconds / task.ctrl_dt)) if render else 0
+                qpos = env.qpos if isinstance(env, TaskEnv) else None
+                record = (lambda: qpos[render_env].copy()) if qpos is not None else None
+                result = rollout(
+                    env,
+                    policy,
+                    episodes,
+                    metrics,
+                    record=record,
+                    record_env=render_env,
+                    record_steps=record_steps,
+                    progress=_RolloutProgress(what, episodes),
+                )
+                return result, scale_note, env.metrics()
+            finally:
+                env.close()
+
+        t_roll = time.perf_counter()
+        result, scale_note, final_env_metrics = run(
+            num_envs, ec.episodes, f"rollouts on {num_envs} envs", render=ec.render
+        )
+        rollout_s = time.perf_counter() - t_roll
+        robustness: dict[str, Any] = {}
+        for name in ec.robustness:
+            cond = make_condition(name, task, ec.push_step, ec.push_velocity)
+            if name == "nominal":  # the rollout above, exactly: not run twice
+                episodes = result.episodes
+            else:
+                n_episodes, n_envs = env_layout(cond, ec.episodes, ec.num_envs)
+                episodes = run(n_envs, n_episodes, f"robustness {name}", cond)[0].episodes
+            robustness[name] = summarize(cond, episodes, task.max_episode_steps)
+
+        summary = aggregate(result.episodes)
+        length = summary["length"]["mean"]
+        frac = summary.get("tracking_lin_vel_frac_mean", {}).get("mean")
+        report: dict[str, Any] = {
+            "format": EVAL_FORMAT,
+            "checkpoint": str(trained.checkpoint),
+            "iteration": trained.iteration,
+            "policy": "tanh(mean): FlashSACLearner.act_deterministic",
+            "eval_config": asdict(ec),
+            "num_envs": num_envs,
+            "device": str(learner.device),
+            "matmul_dtype": learner.dtype,
+            # The task as trained (its model_file as the checkpoint names it; the envs stepped
+            # the copy the checkpoint carries, `model_sha256`).
+            "task": asdict(cfg.task),
+            "model_sha256": (trained.payload.get("model") or {}).get("sha256"),
+            "training_config": trained.training_config,
+            "penalty_scale": scale_note,
+            "penalty_scale_end": final_env_metrics.get("curriculum/penalty_scale"),
+            "steps": result.steps,
+            "rollout_s": rollout_s,
+            "summary": summary,
+            "goals": {
+                "episode_length_mean": length,
+                "episode_length_goal": GOAL_EPISODE_LENGTH,
+                "episode_length_met": length >= GOAL_EPISODE_LENGTH,
+                "lin_vel_tracking_frac_mean": frac,
+                "lin_vel_tracking_goal": GOAL_LIN_VEL_TRACKING_FRAC,
+                "lin_vel_tracking_met": frac is not None and frac >= GOAL_LIN_VEL_TRACKING_FRAC,
+                "note": "issue-6 targets applied to this deterministic evaluation",
+            },
+            "episodes": result.episodes,
+            "git": git_info(),
+        }
+        if robustness:  # only when asked: eval.json without the option stays as it was
+            report["robustness"] = robustness
+        out_dir.mkdir(parents=True, exist_ok=True)  # after the rollouts: a failure writes nothing
+        if kept := keep_earlier_evaluation(out_dir):
+            _say(f"the earlier evaluation in {out_dir} is kept in {kept}")
+        if ec.render:
+            _say(f"rendering {len(result.frames)} states of env {ec.render_env} ...")
+            rendered = render_episode(task, result.frames, ec, out_dir)
         else:
-            n_episodes, n_envs = env_layout(cond, ec.episodes, ec.num_envs)
-            episodes = run(n_envs, n_episodes, cond)[0].episodes
-        robustness[name] = summarize(cond, episodes, task.max_episode_steps)
-
-    summary = aggregate(result.episodes)
-    length = summary["length"]["mean"]
-    frac = summary.get("tracking_lin_vel_frac_mean", {}).get("mean")
-    report: dict[str, Any] = {
-        "format": EVAL_FORMAT,
-        "checkpoint": str(trained.checkpoint),
-        "iteration": trained.iteration,
-        "policy": "tanh(mean): FlashSACLearner.act_deterministic",
-        "eval_config": asdict(ec),
-        "num_envs": num_envs,
-        "device": str(learner.device),
-        "matmul_dtype": learner.dtype,
-        "task": asdict(task),
-        "training_config": trained.training_config,
-        "penalty_scale": scale_note,
-        "penalty_scale_end": final_env_metrics.get("curriculum/penalty_scale"),
-        "steps": result.steps,
-        "rollout_s": rollout_s,
-        "summary": summary,
-        "goals": {
-            "episode_length_mean": length,
-            "episode_length_goal": GOAL_EPISODE_LENGTH,
-            "episode_length_met": length >= GOAL_EPISODE_LENGTH,
-            "lin_vel_tracking_frac_mean": frac,
-            "lin_vel_tracking_goal": GOAL_LIN_VEL_TRACKING_FRAC,
-            "lin_vel_tracking_met": frac is not None and frac >= GOAL_LIN_VEL_TRACKING_FRAC,
-            "note": "issue-6 targets applied to this deterministic evaluation",
-        },
-        "episodes": result.episodes,
-        "git": git_info(),
-    }
-    if robustness:  # only when asked: eval.json without the option stays as it was
-        report["robustness"] = robustness
-    out_dir.mkdir(parents=True, exist_ok=True)  # after the rollouts: a failure writes nothing
-    rendered = render_episode(task, result.frames, ec, out_dir) if ec.render else {"ok": False}
+            rendered = {"ok": False}
     report["render"] = rendered
     report["wall_s"] = time.perf_counter() - t0
     write_json(out_dir / EVAL_NAME, report)
     report["path"] = str(out_dir / EVAL_NAME)
     return report
+
+
+def _device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+# What one evaluation writes into its out_dir; an earlier one's are moved aside, never replaced.
+EVAL_FILES = (EVAL_NAME, GIF_NAME, STRIP_NAME)
+
+
+def keep_earlier_evaluation(out_dir: Path) -> Path | None:
+    """Move an earlier evaluation's files in out_dir into out_dir/eval_earlier_<k>/ (k: the
+    first free number); the folder, or None when there was none."""
+    found = [out_dir / name for name in EVAL_FILES if (out_dir / name).exists()]
+    if not found:
+        return None
+    k = 1
+    while (out_dir / f"eval_earlier_{k}").exists():
+        k += 1
+    dest = out_dir / f"eval_earlier_{k}"
+    dest.mkdir()
+    for path in found:
+        path.rename(dest / path.name)
+    return dest
 
 
 def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -196,10 +265,31 @@ def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dic
 
 # ---------------------------------------------------------------------------- CLI
 def _check(ec: EvalConfig) -> None:
-    """Before any job runs (all of a sweep's): its checkpoint is a readable one."""
-    from flashsac_bench.evaluation.trained import read_checkpoint
+    """Before any job runs (all of a sweep's): this machine has the device, the checkpoint is
+    a readable one whose control rate the render_fps divides, and out_dir can be written."""
+    from flashsac_bench.cli.train import probe_writable
+    from flashsac_bench.config.hardware import HardwareConfig
+    from flashsac_bench.evaluation.trained import acting_config, read_checkpoint, run_dir_of
 
-    read_checkpoint(ec.checkpoint)
+    try:
+        HardwareConfig(name="eval", device=ec.device).check_available()
+    except ConfigError:
+        import torch
+
+        raise ConfigError(
+            f"device={ec.device} needs a CUDA device this torch {torch.__version__} does not "
+            "see; pass device=cpu or device=auto"
+        ) from None
+    path, payload = read_checkpoint(ec.checkpoint)
+    cfg = acting_config(payload)
+    if ec.render:
+        try:
+            frame_stride(cfg.task.ctrl_dt, ec.render_fps)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(path)
+    if problem := probe_writable(out_dir):
+        raise ConfigError(problem.replace("the run dir", "out_dir"))
 
 
 def _job(ec: EvalConfig, composed: dict[str, Any]) -> int:

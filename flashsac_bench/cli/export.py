@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,11 @@ META_NAME = "policy.json"
 ONNX_MODES = ("auto", "true", "false")
 
 
+def _say(text: str) -> None:
+    """A progress line (stderr: stdout names the files written)."""
+    print(f"flashsac_bench.export: {text}", file=sys.stderr, flush=True)
+
+
 # ---------------------------------------------------------------------------- files
 def export_torchscript(module: DeterministicActor, path: Path, meta: dict[str, Any]) -> Path:
     """Trace the module (all network structure is Python-level constant, so the trace is the
@@ -49,6 +55,11 @@ def export_torchscript(module: DeterministicActor, path: Path, meta: dict[str, A
     example = torch.zeros(2, module.obs_dim, device=module.actor_params.device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated upstream
+        # The tracer warns where Python branches on a tensor's shape: the weights' padding and
+        # the feature width, constants of the network that do not depend on the batch, so the
+        # trace is the same function at every batch size (tests/evaluation/
+        # test_command_discipline.py checks batch sizes 1, 3 and 7 against the module).
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
         traced = torch.jit.trace(module, example, check_trace=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.jit.save(traced, str(path), _extra_files={META_NAME: json.dumps(meta)})
@@ -107,8 +118,12 @@ def policy_metadata(trained: TrainedLearner, module: DeterministicActor) -> dict
         from flashsac_bench.envs.g1_figures import JOINT_NAMES
         from flashsac_bench.envs.g1_layout import G1Layout
         from flashsac_bench.envs.g1_model import task_spec
+        from flashsac_bench.evaluation.trained import trained_task
 
-        layout = G1Layout.from_model(task_spec(cfg.task.model_file).compile())
+        # The model the checkpoint carries (its default pose), not whatever the file is now.
+        with trained_task(trained) as task:
+            layout = G1Layout.from_model(task_spec(task.model_file).compile())
+        meta["model_sha256"] = (trained.payload.get("model") or {}).get("sha256")
         meta.update(
             joint_names=list(JOINT_NAMES),
             default_joint_pos=[float(x) for x in layout.default_joint_pos],
@@ -131,13 +146,16 @@ def export_checkpoint(
     """Write the TorchScript (and ONNX) policy of a checkpoint; returns what was written."""
     out = output_dir(checkpoint, out_dir, onnx)  # a bad onnx option fails before any write
     trained = load_trained_learner(checkpoint, "cpu", dtype)
+    _say(f"{trained.checkpoint} (iteration {trained.iteration}) loaded")
     module = DeterministicActor.from_learner(trained.learner)
     meta = policy_metadata(trained, module)
     result: dict[str, Any] = {"meta": meta}
+    _say("tracing the policy to TorchScript ...")
     result["torchscript"] = str(export_torchscript(module, out / TORCHSCRIPT_NAME, meta))
     if onnx == "false":
         result["onnx"] = None
     elif onnx_available():
+        _say("exporting the policy to ONNX (torch.export) ...")
         result["onnx"] = str(export_onnx(module, out / ONNX_NAME))
     else:
         result["onnx"] = None
@@ -150,9 +168,13 @@ def export_checkpoint(
 def output_dir(checkpoint: str | Path, out_dir: str | Path | None, onnx: str) -> Path:
     """Where the policy files go (default: <run dir>/export); raises ConfigError for an onnx
     option that cannot be honoured, naming the file it would have written."""
+    from flashsac_bench.cli.train import probe_writable
+
     if onnx not in ONNX_MODES:
         raise ConfigError(f"onnx must be auto, true or false, got {onnx!r}")
     out = Path(out_dir) if out_dir else run_dir_of(resolve_resume_path(checkpoint)) / "export"
+    if problem := probe_writable(out):
+        raise ConfigError(problem.replace("the run dir", "out_dir"))
     if onnx == "true" and not onnx_available():
         raise ConfigError(
             f"onnx=true cannot write {out / ONNX_NAME}: it needs the onnx and onnxscript "

@@ -144,10 +144,14 @@ def is_multirun(args: Any) -> bool:
 
 
 def _message(err: BaseException) -> str:
+    """The one line of a job that failed its check. A failure the checks do not know (a value
+    that breaks a computation they make) is still this job's input error: its type and message
+    (--debug shows where it came from), never a traceback and never a job that runs anyway."""
     found = describe(err)
-    if found is None:
-        raise err
-    return found[0]
+    if found is not None:
+        return found[0]
+    text = " ".join(str(err).split()) or "no message"
+    return f"invalid configuration: checking it failed with {type(err).__name__}: {text[:300]}"
 
 
 def _output_dirs(cfg: Any, multirun: bool, index: int) -> tuple[Path, Path | None]:
@@ -188,7 +192,7 @@ def _compose_and_check(job: Job, multirun: bool, compose: Any, name: str, check:
         with open_dict(cfg):
             del cfg["hydra"]
         _check_into(job, cfg, check)
-    except Exception as err:  # noqa: BLE001 - describe() re-raises what is not a user error
+    except Exception as err:  # noqa: BLE001 - every failure is this job's error (_message)
         job.error, job.exc = _message(err), err
 
 

@@ -1,9 +1,13 @@
-"""Checks that need more than the config itself: this machine (CUDA), the env factory, the
-model file. The CLI runs them before any run dir, env or learner exists (a job's check in
-cli.train, and cli.train.train for a Config built elsewhere), so a bad input fails with one
-line naming the key or file, never half-way into a run; the runner itself assumes them."""
+"""Checks that need more than the config itself: this machine (CUDA, memory), the env
+factory, the model file (found, complete, physically sound). The CLI runs them before any run
+dir, env or learner exists (a job's check in cli.train, and cli.train.train for a Config built
+elsewhere), so a bad input fails with one line naming the key or file, never half-way into a
+run; the runner itself assumes them."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.root import Config
@@ -23,7 +27,7 @@ def _one_line(err: BaseException) -> str:
     return "; ".join(lines) or type(err).__name__
 
 
-def check_model_file(config: Config) -> None:
+def check_model_file(config: Config) -> Any:
     """Parse and compile the task's model (an external task.model_file, or the built-in G1) as
     the env will, find everything the task needs in it (joints, actuators, sites for the
     sensors, the `stand` keyframe) and check its physics values (g1_model.check_physics)."""
@@ -40,6 +44,90 @@ def check_model_file(config: Config) -> None:
         if not text.startswith("task.model_file"):
             text = f"task.model_file={model_file}: {text}"
         raise ModelFileError(text) from None
+    return model
+
+
+class NotEnoughMemoryError(ConfigError):
+    label = "not enough memory"
+
+
+def _gib(n: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n / 2**10:.1f} KiB"
+
+
+def host_available() -> int | None:
+    """Bytes this process may still allocate: MemAvailable, or the cgroup's limit when lower."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+        if limit != "max":
+            avail = min(avail if avail is not None else 1 << 62, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return avail
+
+
+def memory_needs(config: Config, model: Any | None) -> dict[str, dict[str, int]]:
+    """A lower bound of the bytes a run allocates, by place ("host", "device") and part: what
+    surely gets allocated (the replay ring, its host copy for checkpoints, the staging, the
+    env arrays and each env's physics buffer), so that only a run that cannot fit is refused.
+    `model`: the G1 task's compiled model (None: a custom env, whose sizes are unknown: one
+    float per observation and action is assumed)."""
+    from flashsac_bench.learner.replay import RowLayout
+
+    n = config.run.num_envs
+    per_env_physics = 0
+    if model is not None:
+        from flashsac_bench.envs.g1_shard import array_spec
+        from flashsac_bench.envs.g1_walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
+
+        row = RowLayout(OBS_DIM, CRITIC_OBS_DIM, NUM_JOINTS)
+        per_env_physics = int(model.nbuffer) + array_spec(model).nbytes(1)
+    else:
+        row = RowLayout(1, 1, 1)
+    ring = config.replay_capacity * row.width * 4
+    staging = n * (row.width + row.obs_dim + row.critic_obs_dim + row.action_dim + 1) * 4
+    host = {"envs": n * per_env_physics, "staging": staging, "replay ring checkpoint copy": ring}
+    device = {"replay ring": ring}
+    if config.hardware.resolved_device() == "cpu":
+        host.update(device)
+        device = {}
+    return {"host": host, "device": device}
+
+
+def check_memory(config: Config, model: Any | None = None) -> None:
+    """Refuse a run whose allocations (memory_needs, a lower bound) exceed what this machine
+    has available, before anything is allocated."""
+    needs = memory_needs(config, model)
+    places = [("host", host_available(), "host memory")]
+    device = config.hardware.resolved_device()
+    if needs["device"] and device.startswith("cuda"):
+        import torch
+
+        places.append(("device", int(torch.cuda.mem_get_info(device)[0]), f"{device} memory"))
+    for place, available, what in places:
+        parts = needs[place]
+        total = sum(parts.values())
+        if available is None or total <= available:
+            continue
+        detail = ", ".join(f"{k} {_gib(v)}" for k, v in parts.items() if v)
+        raise NotEnoughMemoryError(
+            f"run.num_envs={config.run.num_envs} with replay.replay_buffer_n="
+            f"{config.replay.replay_buffer_n} needs at least {_gib(total)} of {what} ({detail}), "
+            f"this machine has {_gib(available)} available: lower run.num_envs or "
+            "replay.replay_buffer_n"
+        )
 
 
 def check_runtime(config: Config, env_factory: EnvFactory | None = None) -> None:
@@ -47,5 +135,5 @@ def check_runtime(config: Config, env_factory: EnvFactory | None = None) -> None
     env, the model file. Raises a ConfigError subclass."""
     config.hardware.check_available()
     resolve_env_factory(env_factory)
-    if env_factory_is_default(env_factory):
-        check_model_file(config)
+    model = check_model_file(config) if env_factory_is_default(env_factory) else None
+    check_memory(config, model)

@@ -49,9 +49,15 @@ def to_schema(cfg: Any, schema: type) -> Any:
         cfg = cfg.copy()
         with open_dict(cfg):
             del cfg["hydra"]
+    from flashsac_bench.config.keys import suggest
+
     unknown = unknown_keys(cfg, schema())
     if unknown:
-        raise ConfigError(f"unknown key {', '.join(unknown)}: not an option of this command")
+        named = []
+        for key in unknown:
+            close = suggest(key, schema())
+            named.append(f"{key} (did you mean {close}?)" if close else key)
+        raise ConfigError(f"unknown key {', '.join(named)}: not an option of this command")
     return to_object(cfg)
 
 
@@ -103,6 +109,7 @@ def run_tool(tool: Tool) -> None:
     from hydra.core.config_store import ConfigStore
 
     ConfigStore.instance().store(name=tool.schema_name, node=tool.schema)
+    errors.suggest_from(tool.schema)
     argv = errors.strip_debug_flag(sys.argv[1:])
     sys.argv = [sys.argv[0], *argv]
 
@@ -112,7 +119,7 @@ def run_tool(tool: Tool) -> None:
     try:
         preflight.check_command(argv, tool.config_name, check)
     except Exception as err:
-        _exit_on_user_error(err, tool.prog)
+        _exit_on_user_error(err, tool.prog, preflight=True)
 
     def job(cfg: Any) -> None:
         try:
@@ -134,9 +141,15 @@ def run_tool(tool: Tool) -> None:
         raise SystemExit(130) from None
 
 
-def _exit_on_user_error(err: Exception, prog: str) -> NoReturn:
-    """One line and the exit status for an error the user can fix; anything else re-raised."""
-    found = None if errors.debug_enabled() else errors.describe(err)
+def _exit_on_user_error(err: Exception, prog: str, preflight: bool = False) -> NoReturn:
+    """One line and the exit status for an error the user can fix; anything else re-raised,
+    except in the preflight, which never lets a command through unchecked (one line, 2)."""
+    if errors.debug_enabled():
+        raise err
+    found = errors.describe(err)
+    if found is None and preflight:
+        found = (f"invalid command: checking it failed with {type(err).__name__}: "
+                 f"{errors.one_line(str(err))}", 2)  # fmt: skip
     if found is None:
         raise err
     print(f"{prog}: {found[0]}", file=sys.stderr)

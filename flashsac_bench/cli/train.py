@@ -267,13 +267,14 @@ def _preflight(argv: list[str]) -> preflight.Plan | None:
             raise
         code = errors.report(err)
         if code is None:
-            # A bug in the checks must not block a valid command: each job checks itself.
+            # The preflight never lets a command through unchecked: whatever failed inside it
+            # is this command's error, in one line (--debug shows the traceback).
             print(
-                f"flashsac_bench: warning: preflight check failed ({type(err).__name__}: "
-                f"{errors.one_line(str(err))}); continuing without it",
+                f"flashsac_bench: invalid command: checking it failed with "
+                f"{type(err).__name__}: {errors.one_line(str(err))}",
                 file=sys.stderr,
             )
-            return None
+            code = 2
         raise SystemExit(code) from None
     if plan is not None:
         for text in cpu_warnings(plan):

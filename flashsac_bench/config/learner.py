@@ -3,6 +3,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.values import require_finite, require_positive, require_range
+
+# Network widths and depths past these are no network this project can allocate (and a typo).
+MAX_HIDDEN_DIM = 65536
+MAX_BLOCKS = 64
+MAX_ATOMS = 4096
 
 
 @dataclass
@@ -41,9 +47,20 @@ class LearnerConfig:
     rms_eps: float = 1e-6
 
     def __post_init__(self) -> None:
+        require_finite(self, "learner.")
         for key in ("actor_hidden_dim", "critic_hidden_dim", "expansion", "zeta_max"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"learner.{key} must be >= 1, got {getattr(self, key)}")
+        for key, top in (
+            ("actor_hidden_dim", MAX_HIDDEN_DIM),
+            ("critic_hidden_dim", MAX_HIDDEN_DIM),
+            ("expansion", 64),
+            ("actor_num_blocks", MAX_BLOCKS),
+            ("critic_num_blocks", MAX_BLOCKS),
+            ("num_atoms", MAX_ATOMS),
+        ):
+            if getattr(self, key) > top:
+                raise ConfigError(f"learner.{key} must be <= {top}, got {getattr(self, key)}")
         for key in ("actor_num_blocks", "critic_num_blocks", "lr_warmup_steps"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"learner.{key} must be >= 0, got {getattr(self, key)}")
@@ -65,3 +82,12 @@ class LearnerConfig:
             raise ConfigError(f"learner.zeta_mu must be > 0, got {self.zeta_mu}")
         if self.reward_g_max <= 0:
             raise ConfigError(f"learner.reward_g_max must be > 0, got {self.reward_g_max}")
+        # Adam: betas are decay rates, eps keeps the step's division away from zero.
+        require_range("learner.adam_beta1", self.adam_beta1, 0.0, 1.0, closed="[)")
+        require_range("learner.adam_beta2", self.adam_beta2, 0.0, 1.0, closed="[)")
+        require_positive("learner.adam_eps", self.adam_eps)
+        # The target entropy takes log(sigma^2): sigma must be > 0.
+        require_positive("learner.temp_target_sigma", self.temp_target_sigma)
+        require_range("learner.bn_momentum", self.bn_momentum, 0.0, 1.0)
+        require_positive("learner.bn_eps", self.bn_eps)
+        require_positive("learner.rms_eps", self.rms_eps)

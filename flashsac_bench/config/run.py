@@ -3,6 +3,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.values import require_finite
+
+# Sizes past these are typos, not runs (the memory they need is checked against this machine
+# before anything is allocated: cli.runtime_checks).
+MAX_NUM_ENVS = 1 << 24
+MAX_ITERATIONS = 1 << 40
 
 # "The G1 walks" (issue 6's thresholds; the learning analysis and run.stop_at_walk share them):
 # the mean length of the last 100 episodes and the logged lin-vel tracking reward as a fraction
@@ -22,6 +28,7 @@ class ReplayConfig:
     learning_starts: int = 98
 
     def __post_init__(self) -> None:
+        require_finite(self, "replay.")
         for key in ("batch_size", "replay_buffer_n"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"replay.{key} must be >= 1, got {getattr(self, key)}")
@@ -66,9 +73,13 @@ class RunConfig:
     capture_device_steps: bool = True
 
     def __post_init__(self) -> None:
+        require_finite(self, "run.")
         for key in ("num_envs", "iterations", "summary_last", "log_every"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"run.{key} must be >= 1, got {getattr(self, key)}")
+        for key, top in (("num_envs", MAX_NUM_ENVS), ("iterations", MAX_ITERATIONS)):
+            if getattr(self, key) > top:
+                raise ConfigError(f"run.{key} must be <= {top}, got {getattr(self, key)}")
         for key in ("skip_first", "checkpoint_every"):
             if getattr(self, key) < 0:
                 raise ConfigError(f"run.{key} must be >= 0, got {getattr(self, key)}")

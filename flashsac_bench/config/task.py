@@ -4,10 +4,14 @@ import math
 from dataclasses import dataclass, field
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.values import require_finite, require_positive
 
 # Canonical order of the 29 actuated G1 joints: left leg, right leg, waist, left arm, right arm.
 NUM_JOINTS = 29
 GRAVITY_FRAMES = ("body", "world")
+# Physics substeps per control step, control steps per episode: past these a typo, not a task.
+MAX_DECIMATION = 1000
+MAX_EPISODE_STEPS = 10_000_000
 
 
 def _check_range(where: str, values: list[float], *, nonneg: bool = False) -> None:
@@ -26,6 +30,7 @@ class CommandRanges:
     dead_zone: float = 0.2
 
     def __post_init__(self) -> None:
+        require_finite(self, "task.commands.")
         for key in ("vx", "vy", "wz"):
             _check_range(f"task.commands.{key}", getattr(self, key))
         if self.dead_zone < 0:
@@ -46,6 +51,9 @@ class RewardWeights:
     feet_phase: float = 5.0
     alive: float = 10.0
 
+    def __post_init__(self) -> None:
+        require_finite(self, "task.rewards.")
+
 
 @dataclass
 class ObsConfig:
@@ -63,6 +71,7 @@ class ObsConfig:
     gravity_frame: str = "body"
 
     def __post_init__(self) -> None:
+        require_finite(self, "task.obs.")
         if self.gravity_frame not in GRAVITY_FRAMES:
             raise ConfigError(
                 f"task.obs.gravity_frame must be one of {GRAVITY_FRAMES}, "
@@ -82,6 +91,7 @@ class GaitConfig:
     sigma: float = 0.005
 
     def __post_init__(self) -> None:
+        require_finite(self, "task.gait.")
         if self.frequency < 0 or self.swing_height < 0:
             raise ConfigError("task.gait.frequency and task.gait.swing_height must be >= 0")
         if self.sigma <= 0:
@@ -105,6 +115,7 @@ class CurriculumConfig:
     window: int = 1000
 
     def __post_init__(self) -> None:
+        require_finite(self, "task.curriculum.")
         if not 0 <= self.min_scale <= self.initial_scale <= self.max_scale:
             raise ConfigError(
                 "task.curriculum needs 0 <= min_scale <= initial_scale <= max_scale, got "
@@ -131,6 +142,7 @@ class ResetConfig:
     kd_scale: list[float] = field(default_factory=lambda: [0.9, 1.1])
 
     def __post_init__(self) -> None:
+        require_finite(self, "task.reset.")
         if min(self.xy, self.yaw, self.root_vel) < 0:
             raise ConfigError("task.reset.xy, yaw and root_vel must be >= 0")
         _check_range("task.reset.kp_scale", self.kp_scale, nonneg=True)
@@ -168,14 +180,22 @@ class TaskConfig:
     reset: ResetConfig = field(default_factory=ResetConfig)
 
     def __post_init__(self) -> None:
+        require_finite(self, "task.")
         if self.name != "g1_walk_flat":
             raise ConfigError(f"task.name must be 'g1_walk_flat', got {self.name!r}")
-        if self.decimation < 1:
-            raise ConfigError(f"task.decimation must be >= 1, got {self.decimation}")
+        if not 1 <= self.decimation <= MAX_DECIMATION:
+            raise ConfigError(
+                f"task.decimation must be in [1, {MAX_DECIMATION}], got {self.decimation}"
+            )
         if self.ctrl_dt <= 0 or self.episode_length_s <= 0:
             raise ConfigError("task.ctrl_dt and task.episode_length_s must be > 0")
         if self.max_episode_steps < 1:
             raise ConfigError("task.episode_length_s must be at least one control step")
+        if self.max_episode_steps > MAX_EPISODE_STEPS:
+            raise ConfigError(
+                f"task.episode_length_s / task.ctrl_dt must be <= {MAX_EPISODE_STEPS} control "
+                f"steps, got {self.max_episode_steps}"
+            )
         if self.action_scale <= 0:
             raise ConfigError(f"task.action_scale must be > 0, got {self.action_scale}")
         if self.tracking_sigma <= 0:
@@ -186,6 +206,12 @@ class TaskConfig:
             raise ConfigError(
                 f"task.pose_weights needs {NUM_JOINTS} entries, got {len(self.pose_weights)}"
             )
+        # Weights of a squared deviation: a negative one would reward leaving the pose.
+        if min(self.pose_weights) < 0:
+            raise ConfigError(f"task.pose_weights must be >= 0, got {self.pose_weights}")
+        # The reward and observation scales enter products and exponents every step.
+        for key in ("gyro_scale", "joint_vel_scale", "lin_vel_scale"):
+            require_positive(f"task.obs.{key}", getattr(self.obs, key))
 
     @property
     def max_episode_steps(self) -> int:

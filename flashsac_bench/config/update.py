@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
 
+MAX_UPDATES_PER_STEP = 1024
+
 
 @dataclass
 class UpdateConfig:
@@ -21,6 +23,12 @@ class UpdateConfig:
         for key in ("updates_per_step", "policy_frequency", "target_frequency"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"update.{key} must be >= 1, got {getattr(self, key)}")
+        # Every update is unrolled into one cycle (and one captured graph): bounded.
+        if self.updates_per_step > MAX_UPDATES_PER_STEP:
+            raise ConfigError(
+                f"update.updates_per_step must be <= {MAX_UPDATES_PER_STEP}, got "
+                f"{self.updates_per_step}"
+            )
 
     @property
     def actor_update_indices(self) -> list[int]:

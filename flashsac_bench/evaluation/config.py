@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.values import require_finite, require_positive
 from flashsac_bench.evaluation.robustness import condition_names
+
+DEVICES = ("cpu", "cuda", "auto")
+DTYPES = ("float32", "bfloat16", "checkpoint")
+# Offscreen frames: MuJoCo's framebuffer is sized to them (render.render_frames).
+MIN_PIXELS, MAX_PIXELS = 8, 4096
+MAX_EPISODES = 1_000_000
 
 
 @dataclass
@@ -43,7 +50,9 @@ class EvalConfig:
     push_velocity: list[float] = field(default_factory=lambda: [0.0, 0.75, 0.0])  # m/s, world
 
     def __post_init__(self) -> None:
-        # ConfigError: one line on the command line (flashsac_bench.cli.errors).
+        # ConfigError: one line on the command line (flashsac_bench.cli.errors). Everything
+        # that can be checked without the checkpoint is checked here, before any rollout.
+        require_finite(self, "")
         self.robustness = condition_names(self.robustness)
         if self.push_step < 1:
             raise ConfigError(f"push_step must be >= 1, got {self.push_step}")
@@ -55,3 +64,35 @@ class EvalConfig:
             raise ConfigError(
                 f"penalty_scale must be checkpoint or initial, got {self.penalty_scale!r}"
             )
+        if self.episodes > MAX_EPISODES or self.num_envs > MAX_EPISODES:
+            raise ConfigError(f"episodes and num_envs must be <= {MAX_EPISODES}")
+        dev = self.device
+        if not (dev in DEVICES or (dev.startswith("cuda:") and dev[5:].isdigit())):
+            raise ConfigError(f"device must be cpu, cuda, cuda:N or auto, got {dev!r}")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.threads < 0:
+            raise ConfigError(
+                f"threads must be >= 0 (0: the checkpoint's backend), got {self.threads}"
+            )
+        if self.seed < 0:
+            raise ConfigError(f"seed must be >= 0, got {self.seed}")
+        for key in ("width", "height"):
+            value = getattr(self, key)
+            if not MIN_PIXELS <= value <= MAX_PIXELS:
+                raise ConfigError(
+                    f"{key} must be in [{MIN_PIXELS}, {MAX_PIXELS}] pixels, got {value}"
+                )
+        if self.render_fps < 1:
+            raise ConfigError(
+                f"render_fps must be >= 1 (and divide the control rate), got {self.render_fps}"
+            )
+        if self.strip_frames < 1:
+            raise ConfigError(f"strip_frames must be >= 1, got {self.strip_frames}")
+        if not 0 <= self.render_env < min(self.num_envs, self.episodes):
+            raise ConfigError(
+                f"render_env must be an env of this evaluation, in [0, "
+                f"{min(self.num_envs, self.episodes) - 1}], got {self.render_env}"
+            )
+        require_positive("render_seconds", self.render_seconds)
+        require_positive("camera_distance", self.camera_distance)

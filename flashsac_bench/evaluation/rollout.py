@@ -75,12 +75,14 @@ def rollout(
     record_env: int = 0,
     record_steps: int = 0,
     max_episode_steps: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Rollout:
     """Step all envs with `policy(obs)` until each has finished its quota of episodes.
 
     `metrics(step)` returns per-env arrays that are averaged over each episode. `record()`
     (optional) returns a state to keep for rendering: called once before the first step and
     after every step until env `record_env` ends its first episode or `record_steps` are kept.
+    `progress(steps, episodes done)` (optional) is called after every step.
     """
     n = env.num_envs
     quota = episode_quotas(episodes, n)
@@ -117,6 +119,8 @@ def rollout(
                 value[i] = 0.0
             steps_in[i] = 0
         obs = out.obs
+        if progress is not None:
+            progress(steps, len(done_list))
     return Rollout(done_list, steps, frames)
 
 

@@ -1,23 +1,34 @@
 """A trained learner from a runner checkpoint (runner/checkpoint.py), rebuilt to act.
 
 What evaluate, export and convert share: `read_checkpoint` (a file, run dir or checkpoints dir,
-memory-mapped), `acting_config` (the training config with an eager path and the acting device
-and dtype) and `load_trained_learner` (a learner holding the checkpoint's learner state).
+memory-mapped; read weights-only, CRC-checked, its learner finite: runner.checkpoint),
+`acting_config` (the training config with an eager path and the acting device and dtype),
+`load_trained_learner` (a learner holding the checkpoint's learner state; a checkpoint whose
+config does not fit its tensors is refused in one line) and `trained_task` (the task config
+with the model the checkpoint's envs ran, written back from the checkpoint).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
+import logging
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from flashsac_bench.config import Config, to_config
+from flashsac_bench.config import Config, ConfigError, to_config
 from flashsac_bench.config.path import PathConfig
+from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
+from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path
+
+log = logging.getLogger("flashsac_bench.evaluation")
 
 # The matmul dtypes a trained policy can act in ('checkpoint': the training dtype).
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -69,23 +80,34 @@ def load_trained_learner(
     and the smallest replay ring allowed (the checkpoint's replay is not needed to act).
     """
     path, payload = read_checkpoint(checkpoint)
-    cfg = acting_config(payload, device, dtype)
+    try:
+        cfg = acting_config(payload, device, dtype)
+    except ConfigError as err:
+        raise CheckpointError(f"{path}: its config is not valid here: {err}") from None
     sd = payload["learner"]
-    obs, critic_obs, action = sd["dims"]
-    learner = FlashSACLearner(
-        cfg.learner,
-        cfg.update,
-        Dims(obs, critic_obs, action),
-        num_envs=cfg.run.num_envs,
-        batch_size=cfg.replay.batch_size,
-        replay_capacity=cfg.replay.batch_size,
-        device=cfg.hardware.resolved_device(),
-        dtype=cfg.hardware.resolved_dtype(),
-        path=PathConfig(name="eager"),
-        seed=cfg.run.seed,
-        gemm_align=cfg.hardware.resolved_gemm_align(),
-    )
-    learner.load_state_dict(sd)
+    try:
+        obs, critic_obs, action = (int(d) for d in sd["dims"])
+        learner = FlashSACLearner(
+            cfg.learner,
+            cfg.update,
+            Dims(obs, critic_obs, action),
+            num_envs=cfg.run.num_envs,
+            batch_size=cfg.replay.batch_size,
+            replay_capacity=cfg.replay.batch_size,
+            device=cfg.hardware.resolved_device(),
+            dtype=cfg.hardware.resolved_dtype(),
+            path=PathConfig(name="eager"),
+            seed=cfg.run.seed,
+            gemm_align=cfg.hardware.resolved_gemm_align(),
+        )
+        learner.load_state_dict(sd)
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        # Shapes that do not fit (a checkpoint edited or assembled elsewhere): torch's
+        # "size mismatch" / our dims check, in one line.
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(
+            f"{path}: its config does not match its learner tensors ({detail[:200]})"
+        ) from None
     return TrainedLearner(
         checkpoint=path,
         iteration=int(payload.get("iteration", -1)),
@@ -94,3 +116,30 @@ def load_trained_learner(
         learner=learner,
         payload=payload,
     )
+
+
+@contextlib.contextmanager
+def trained_task(trained: TrainedLearner) -> Iterator[TaskConfig]:
+    """The task config to build envs with: the checkpoint's, its `task.model_file` pointing at
+    the model the checkpoint carries (its files written into a temporary folder that lives
+    until the block ends), so that an edited or deleted MJCF does not change what is
+    evaluated or exported. The built-in model comes from this version's code: a warning says
+    when it differs from the checkpoint's."""
+    task = trained.config.task
+    record = trained.payload.get("model")
+    if not isinstance(record, dict) or not record.get("files"):
+        if isinstance(record, dict) and record.get("model_file") is None:
+            from flashsac_bench.envs.g1_model import model_record
+
+            if model_record(None)["sha256"] != record.get("sha256"):
+                log.warning(
+                    "the built-in G1 model of this version differs from the one %s was trained "
+                    "with (another flashsac_bench or MuJoCo version)",
+                    trained.checkpoint,
+                )
+        yield task
+        return
+    from flashsac_bench.envs.g1_model import materialize
+
+    with tempfile.TemporaryDirectory(prefix="flashsac_bench_model_") as folder:
+        yield dataclasses.replace(task, model_file=materialize(record, folder))

@@ -25,7 +25,6 @@ import torch
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.runner.torch_files import (
-    check_container,
     from_plain,
     non_finite,
     safe_load,
@@ -110,10 +109,8 @@ def is_learner_only(payload: dict[str, Any]) -> bool:
     return payload.get("kind") == LEARNER_ONLY
 
 
-def _check_container(path: Path) -> None:
-    check_container(path, "checkpoint", CheckpointError)
-
-
+# How messages name what they could not read.
+WHAT = "flashsac_bench checkpoint"
 # What the refusal of a checkpoint of format 1 says (its numpy arrays were pickled objects).
 LEGACY_NOTE = (
     "written by an earlier version of flashsac_bench (checkpoint format 1, whose env state was "
@@ -130,7 +127,7 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
 
     mmap=True maps the tensors instead of reading them (cheap checks of a large file)."""
     path = Path(path)
-    payload = safe_load(path, error=CheckpointError, mmap=mmap, legacy_note=LEGACY_NOTE)
+    payload = safe_load(path, what=WHAT, error=CheckpointError, mmap=mmap, legacy_note=LEGACY_NOTE)
     if not isinstance(payload, dict) or "format" not in payload:
         raise CheckpointError(f"{path} is a torch file but not a flashsac_bench checkpoint")
     if payload["format"] != CHECKPOINT_FORMAT:
