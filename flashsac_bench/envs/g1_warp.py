@@ -258,6 +258,8 @@ class G1WalkWarp(DeviceVecEnv):
         self._last_episode = dict(state["last_episode"])
 
     def close(self) -> None:
+        if self._graph is not None:  # no graph is destroyed while the device may replay it
+            torch.cuda.synchronize(self._device)
         self._graph = self._graph_actions = None
         self.physics.close()
 

@@ -253,6 +253,11 @@ class Collector:
     def idle(self) -> bool:
         return self._busy_since is None
 
+    @property
+    def mode(self) -> str:
+        """How the env steps, for summary.json (a device env's collector says its own)."""
+        return "collector_thread"
+
     def stop(self) -> None:
         """Ask an idle thread to exit; a hung or busy one is abandoned (it is a daemon)."""
         if self._thread is None or not self._thread.is_alive():

@@ -13,6 +13,10 @@ graph (`run.capture_device_steps`, every path, so that the paths differ only in 
 cycle runs); per iteration the host then issues three copies and one replay to act and one copy
 and one replay to store. The graphs run the same kernels as the eager calls, bit for bit. Host
 <-> device copies stay outside the graphs, from and into the pinned staging buffers.
+
+With a device env (runner.device_collector) the staging buffers are already on the learner's
+device: the steps read and write them in place, with no copies, and the act step's
+synchronization is only what makes the previous update's late values readable.
 """
 
 from __future__ import annotations
@@ -26,28 +30,35 @@ import torch
 from flashsac_bench.learner.graphs import GraphSet, collect_dead_graphs
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.collector import Staging
+from flashsac_bench.runner.device_collector import DeviceStaging
 from flashsac_bench.runner.timing import LearnerTimer
 
 log = logging.getLogger(__name__)
 
 
 class DeviceSteps:
-    def __init__(self, learner: FlashSACLearner, staging: Staging, capture: bool) -> None:
+    def __init__(
+        self, learner: FlashSACLearner, staging: Staging | DeviceStaging, capture: bool
+    ) -> None:
         self.learner, self.staging = learner, staging
         self.cuda = learner.device.type == "cuda"
         self.capture_requested = capture and self.cuda
         ring = learner.ring
         lay = ring.layout
-        if self.cuda:
+        # Host staging on a CUDA learner: copies in and out around the steps.
+        self.copies = self.cuda and staging.slab_t.device.type != "cuda"
+        if self.copies:
             n, dev = staging.num_envs, learner.device
             # Static device buffers: the graphs read and write these addresses on every replay.
             self.obs = torch.zeros(n, lay.obs_dim, device=dev)
             self.dones = torch.zeros(n, device=dev)
             self.actions = torch.zeros(n, lay.action_dim, device=dev)
             self.slab = torch.zeros(n, lay.width, device=dev)
-            self.event = torch.cuda.Event()
-        else:  # no graphs and no copies: the steps work on the staging buffers directly
+        else:  # the steps work on the staging buffers where they are (fixed addresses too)
             self.obs, self.dones, self.actions = staging.obs_t, staging.dones_t, staging.actions_t
+            self.slab = staging.slab_t
+        if self.cuda:
+            self.event = torch.cuda.Event()
         self.r_col = lay.span("rewards")[0]
         self.t_col = lay.span("terminated")[0]
         self.u_col = lay.span("truncated")[0]
@@ -74,12 +85,13 @@ class DeviceSteps:
         """Policy actions for staging.obs / staging.dones into staging.actions, then wait for
         them: the one host <-> device synchronization of an iteration."""
         s = self.staging
-        if self.cuda:
+        if self.copies:
             self.obs.copy_(s.obs_t, non_blocking=True)
             self.dones.copy_(s.dones_t, non_blocking=True)
         self._run("act", self._act)
-        if self.cuda:
+        if self.copies:
             s.actions_t.copy_(self.actions, non_blocking=True)
+        if self.cuda:
             self.sync()
 
     def act_random(self) -> None:
@@ -94,7 +106,8 @@ class DeviceSteps:
         """Write one tick's packed rows (the staging slab) into the ring and update the reward
         statistics; asynchronous on CUDA. The ring's host mirror is the caller's (advance)."""
         if self.cuda:
-            self.slab.copy_(host_slab, non_blocking=True)
+            if self.copies:
+                self.slab.copy_(host_slab, non_blocking=True)
             self._run("store", self._store)
         else:
             self._store_rows(host_slab)

@@ -15,6 +15,12 @@ Iteration k (one env step of every env):
      k's serial part ends here.
 Rows are deferred by design: iteration k's row is built during iteration k+1 while the envs
 step, off the serial path (or at a checkpoint, the loop's end, a failure; runner.records).
+
+A device env (envs.api.DeviceVecEnv, the MuJoCo Warp backend) runs the same four steps with
+the device collector (runner.device_collector): its step and the tick's packing are queued on
+the learner's stream in step 2, before the update of step 3, and nothing leaves the device but
+the tick's statistics; the actions stay on the device (step 1 synchronizes only so that
+iteration k-1's late values can be read).
 """
 
 from __future__ import annotations
@@ -32,13 +38,14 @@ import numpy as np
 import torch
 
 from flashsac_bench.config.root import Config
-from flashsac_bench.envs.api import VecEnv
+from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner import lifecycle, setup, training_config
 from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging
+from flashsac_bench.runner.device_collector import DeviceCollector, DeviceStaging
 from flashsac_bench.runner.device_steps import DeviceSteps
-from flashsac_bench.runner.env_factory import EnvFactory, build_env, warn_oversubscription
+from flashsac_bench.runner.env_factory import EnvFactory, build_env
 from flashsac_bench.runner.liveness import Heartbeat
 from flashsac_bench.runner.progress import Progress
 from flashsac_bench.runner.records import (
@@ -60,11 +67,11 @@ log = logging.getLogger("flashsac_bench.runner")
 class Parts:
     """What setup builds for the loop."""
 
-    env: VecEnv
+    env: VecEnv | DeviceVecEnv
     learner: FlashSACLearner
-    staging: Staging
+    staging: Staging | DeviceStaging
     steps: DeviceSteps
-    collector: Collector
+    collector: Collector | DeviceCollector
 
 
 class Runner:
@@ -154,22 +161,14 @@ class Runner:
         env = build_env(self.env_factory, c.task, c.backend, c.run.num_envs, c.run.seed)
         closing.callback(self._close_env, env)
         startup["env_build_s"] = time.perf_counter() - t
-        # What the env really runs on (a custom factory may ignore backend.mode).
-        tc["env_workers"] = int(env.workers)
-        if not cuda:
-            warn_oversubscription(tc["env_workers"] or tc["env_threads"])
+        setup.describe_env(env, tc, cuda)
         dims = Dims(env.obs_dim, env.critic_obs_dim, env.action_dim)
 
         learner = setup.build_learner(c, dims, self.device, startup, closing)
         tc.update(training_config.learner_fields(learner, dims))
         self.info.device = device_info(self.device)
 
-        # A worker process that hangs is reported by the env itself (naming the worker), so the
-        # collector's generic timeout must not fire first.
-        timeout = self.collector_timeout_s
-        if tc["env_workers"]:
-            timeout = max(timeout, c.backend.worker_timeout_s + 5.0)
-        staging = Staging(learner.ring.layout, c.run.num_envs, pin=cuda)
+        staging = setup.build_staging(env, learner, c.run.num_envs)
 
         setup.cold_start(learner, startup)
         tc["executor"] = training_config.executor_name(learner)
@@ -183,22 +182,25 @@ class Runner:
         tc["device_steps"] = steps.mode
         if c.run.checkpoint_every and c.run.background_checkpoints:
             self.writer.reserve_ring(tuple(learner.ring.storage.shape), learner.ring.storage.dtype)
-        collector = Collector(env, staging, timeout)
-        collector.start()
-        closing.callback(collector.close)
+        collector = setup.start_collector(
+            env, staging, c, self.collector_timeout_s, startup, closing
+        )
+        tc["env_step"] = collector.mode
         self.records.open_scalars(self.run_dir / "tb" if c.run.tensorboard else None)
         closing.callback(self.records.scalars.close)
         lifecycle.report_start(self.records, self.threshold)
         return Parts(env, learner, staging, steps, collector)
 
-    def _restore(self, learner: FlashSACLearner, env: VecEnv, staging: Staging) -> None:
+    def _restore(
+        self, learner: FlashSACLearner, env: VecEnv | DeviceVecEnv, staging: Staging | DeviceStaging
+    ) -> None:
         """Continue from run.resume's checkpoint, if any (then drop it: the learner, ring and
         env hold copies)."""
         payload, self._resume_payload = self._resume_payload, None
         if payload is not None:
             lifecycle.restore(payload, learner, env, staging, self.records, self.threshold)
 
-    def _close_env(self, env: VecEnv) -> None:
+    def _close_env(self, env: VecEnv | DeviceVecEnv) -> None:
         # A hung collector thread may still be inside env.step: leave the env to the exit.
         if self.parts is None or not self.parts.collector.hung:
             lifecycle.close_env(env)

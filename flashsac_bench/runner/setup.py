@@ -1,6 +1,8 @@
-"""The device parts a run builds before its first iteration, each timed into summary.json's
-`startup`: the learner (built, then compiled / captured: the cold start) and the act / store
-steps. Whatever holds CUDA graphs is released by `closing` at the run's end, not whenever the
+"""The parts a run builds before its first iteration, each timed into summary.json's `startup`:
+the learner (built, then compiled / captured: the cold start), the act / store steps, and the
+collection that fits the env: a collector thread with host staging for a VecEnv (MuJoCo on the
+CPU), or the device collector with staging on the learner's device for a DeviceVecEnv (MuJoCo
+Warp). Whatever holds CUDA graphs is released by `closing` at the run's end, not whenever the
 garbage collector finds it (learner/graphs.py: a late release would break a later run's graphs).
 """
 
@@ -8,13 +10,17 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
+from typing import Any
 
 import torch
 
 from flashsac_bench.config.root import Config
+from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.runner.collector import Staging
+from flashsac_bench.runner.collector import Collector, Staging
+from flashsac_bench.runner.device_collector import DeviceCollector, DeviceStaging
 from flashsac_bench.runner.device_steps import DeviceSteps
+from flashsac_bench.runner.env_factory import warn_oversubscription
 from flashsac_bench.runner.lifecycle import release_quietly
 
 
@@ -55,9 +61,62 @@ def cold_start(learner: FlashSACLearner, startup: dict[str, float]) -> None:
     startup["cold_start_s"] = time.perf_counter() - t
 
 
+def describe_env(env: VecEnv | DeviceVecEnv, tc: dict[str, Any], cuda: bool) -> None:
+    """What the env really runs on, into training_config (a custom factory may ignore
+    backend.mode); on a CPU learner, warn when the env's threads and torch's oversubscribe."""
+    if isinstance(env, DeviceVecEnv):
+        tc.update(env_mode="device", env_workers=0, env_threads=0)
+        return
+    tc["env_workers"] = int(env.workers)
+    if not cuda:
+        warn_oversubscription(tc["env_workers"] or tc["env_threads"])
+
+
+def build_staging(
+    env: VecEnv | DeviceVecEnv, learner: FlashSACLearner, num_envs: int
+) -> Staging | DeviceStaging:
+    """Host staging (pinned for a CUDA learner), or staging on the device for a device env."""
+    layout = learner.ring.layout
+    if isinstance(env, DeviceVecEnv):
+        if env.device != learner.device:
+            raise ValueError(f"the env runs on {env.device}, the learner on {learner.device}")
+        return DeviceStaging(layout, num_envs, learner.device)
+    return Staging(layout, num_envs, pin=learner.device.type == "cuda")
+
+
+def start_collector(
+    env: VecEnv | DeviceVecEnv,
+    staging: Staging | DeviceStaging,
+    c: Config,
+    timeout_s: float,
+    startup: dict[str, float],
+    closing: ExitStack,
+) -> Collector | DeviceCollector:
+    """The collector thread for a VecEnv; the device collector for a DeviceVecEnv, its env step
+    and packing captured as CUDA graphs when run.capture_device_steps asks (cold start)."""
+    if isinstance(env, DeviceVecEnv):
+        assert isinstance(staging, DeviceStaging)
+        t = time.perf_counter()
+        device = DeviceCollector(env, staging)
+        closing.callback(release_quietly, device.release, "the device env's CUDA graphs")
+        device.start(c.run.capture_device_steps)
+        startup["env_capture_s"] = time.perf_counter() - t
+        startup["cold_start_s"] += startup["env_capture_s"]
+        return device
+    assert isinstance(staging, Staging) and isinstance(env, VecEnv)
+    # A worker process that hangs is reported by the env itself (naming the worker), so the
+    # collector's generic timeout must not fire first.
+    if env.workers:
+        timeout_s = max(timeout_s, c.backend.worker_timeout_s + 5.0)
+    thread = Collector(env, staging, timeout_s)
+    thread.start()
+    closing.callback(thread.close)
+    return thread
+
+
 def build_steps(
     learner: FlashSACLearner,
-    staging: Staging,
+    staging: Staging | DeviceStaging,
     capture: bool,
     startup: dict[str, float],
     closing: ExitStack,
