@@ -337,12 +337,13 @@ def curriculum_step(
     mean = xp.where(done, mean_length + weight * (step_mean - mean_length), mean_length)
     if not cfg.enabled:
         return scale, mean
-    factor = xp.where(
+    # Every branch an array of scale's dtype (torch makes a where of two Python floats float32).
+    moved = xp.where(
         mean < cfg.level_down_threshold,
-        1.0 - cfg.degree,
-        xp.where(mean > cfg.level_up_threshold, 1.0 + cfg.degree, 1.0),
+        scale * (1.0 - cfg.degree),
+        xp.where(mean > cfg.level_up_threshold, scale * (1.0 + cfg.degree), scale),
     )
-    moved = xp.clip(scale * factor, cfg.min_scale, cfg.max_scale)
+    moved = xp.clip(moved, cfg.min_scale, cfg.max_scale)
     return xp.where(done, moved, scale), mean
 
 
