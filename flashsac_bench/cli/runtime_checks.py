@@ -132,8 +132,10 @@ def check_memory(config: Config, model: Any | None = None) -> None:
 
 def check_runtime(config: Config, env_factory: EnvFactory | None = None) -> None:
     """Device availability, the env factory (FLASHSAC_BENCH_ENV_FACTORY) and, for the built-in
-    env, the model file. Raises a ConfigError subclass."""
+    env, the backend's packages and the model file. Raises a ConfigError subclass."""
     config.hardware.check_available()
     resolve_env_factory(env_factory)
+    if env_factory_is_default(env_factory):
+        config.backend.check_available()  # backend=mjwarp without its extra: the pip command
     model = check_model_file(config) if env_factory_is_default(env_factory) else None
     check_memory(config, model)
