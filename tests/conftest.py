@@ -35,3 +35,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip_gpu)
+
+
+@pytest.fixture(scope="session")
+def mjwarp() -> None:
+    """MuJoCo Warp, its kernels compiled and loaded once per test session: the first env built
+    compiles them into ~/.cache/warp (minutes on a cold cache, seconds after) and every later
+    env of the session reuses them. Skips, naming the install command, without the extra."""
+    import importlib.util
+
+    missing = [m for m in ("warp", "mujoco_warp") if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f'needs the [mjwarp] extra ({", ".join(missing)}): pip install -e ".[mjwarp]"')
+    from flashsac_bench.config.backend import BackendConfig
+    from flashsac_bench.config.task import TaskConfig
+    from flashsac_bench.envs.g1_warp import G1WalkWarp
+
+    with G1WalkWarp(TaskConfig(), BackendConfig(name="mjwarp"), 2, 0) as env:
+        env.step(torch.zeros(2, env.action_dim))

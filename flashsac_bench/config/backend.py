@@ -61,6 +61,16 @@ class WarpOptions:
         return same_device(self.device)
 
 
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported (found on the path; not blocked in sys.modules)."""
+    import importlib.util
+    import sys
+
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    return importlib.util.find_spec(module) is not None
+
+
 def same_device(device: str) -> str:
     """A device name in one spelling: "auto" resolved (CUDA when torch sees it), "cuda" as
     "cuda:0"; so that two names of one device compare equal."""
@@ -123,9 +133,7 @@ class BackendConfig:
         on a machine without them (tests, --cfg job)."""
         if self.name != "mjwarp":
             return
-        import importlib.util
-
-        missing = [m for m in ("warp", "mujoco_warp") if importlib.util.find_spec(m) is None]
+        missing = [m for m in ("warp", "mujoco_warp") if not _installed(m)]
         if missing:
             raise ConfigError(
                 f"backend=mjwarp needs the [mjwarp] extra ({', '.join(missing)} not installed): "

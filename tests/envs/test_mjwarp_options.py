@@ -1,0 +1,82 @@
+"""backend=mjwarp's options and its failures: each a ConfigError of one line, raised before any
+env, learner or run dir exists; without the [mjwarp] extra, one line naming the pip command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+
+from flashsac_bench.config import ConfigError, register_configs, to_config
+from flashsac_bench.config.backend import BackendConfig, WarpOptions
+from tests.fakes.runs import REPO
+
+register_configs()
+
+
+def _config(*overrides: str):
+    with initialize_config_module("flashsac_bench.conf", version_base="1.3"):
+        return to_config(compose("config", overrides=list(overrides)))
+
+
+def test_the_preset_composes_with_its_own_options() -> None:
+    c = _config("backend=mjwarp", "hardware=cpu", "+experiment=smoke")
+    assert c.backend.name == "mjwarp"
+    assert c.backend.warp == WarpOptions(device="auto", nconmax=48, njmax=256)
+    assert c.backend.warp_options().resolved_device() == "cpu"
+    assert _config().backend.warp is None  # the default config carries no Warp option
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["backend=mjwarp", "backend.warp.nconmax=0"], "backend.warp.nconmax and njmax must be"),
+        (["backend=mjwarp", "backend.warp.device=gpu"], "backend.warp.device must be"),
+        (["backend=mjwarp", "+backend.warp.nconmx=3"], "unknown key backend.warp.nconmx"),
+        (["backend=mjwarp", "backend.warp.device=cuda"], "they must share a device"),
+        (["backend.name=bullet"], "backend.name must be one of ('mujoco', 'mjwarp')"),
+    ],
+)
+def test_a_bad_option_is_one_line(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        _config(*overrides, "hardware=cpu")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_warp_options_belong_to_the_mjwarp_backend() -> None:
+    with pytest.raises(ConfigError, match="apply to backend=mjwarp only"):
+        BackendConfig(name="mujoco", warp=WarpOptions())
+
+
+def test_without_the_extra_the_check_and_the_import_name_the_pip_command(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "mujoco_warp", None)  # import fails as if not installed
+    with pytest.raises(ConfigError) as err:
+        BackendConfig(name="mjwarp").check_available()
+    assert str(err.value) == (
+        "backend=mjwarp needs the [mjwarp] extra (mujoco_warp not installed): "
+        'pip install -e ".[mjwarp]"'
+    )
+    BackendConfig(name="mujoco").check_available()  # the CPU backend needs nothing more
+    from flashsac_bench.envs.warp_physics import MissingExtraError, import_warp
+
+    with pytest.raises(MissingExtraError, match=r'pip install -e "\.\[mjwarp\]"'):
+        import_warp()
+
+
+def test_the_cli_refuses_a_missing_extra_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    code = (
+        "import sys; sys.modules['warp'] = None; sys.modules['mujoco_warp'] = None; "
+        "from flashsac_bench.__main__ import main; main()"
+    )
+    argv = ["backend=mjwarp", "hardware=cpu", "+experiment=smoke", f"hydra.run.dir={run_dir}"]
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    lines = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    assert out.returncode != 0
+    assert len(lines) == 1 and 'pip install -e ".[mjwarp]"' in lines[0], lines
+    assert not run_dir.exists()
