@@ -7,6 +7,8 @@
   Hydra composition errors (unknown key, wrong type, no such option)      -> 2
   a full disk (DiskFullError / ENOSPC, also behind another error), an
   unwritable file or folder                                               -> 1
+  a run that ended by a fault it names (runner.faults: not learning, an
+  env worker lost), with what to do next (the resume command)              -> 1
   an abort by a second Ctrl-C                                              -> 130
 
 Anything else is a bug and keeps its traceback. `--debug` (stripped from argv before Hydra
@@ -21,6 +23,7 @@ import sys
 from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.runner.faults import RunFaultError
 from flashsac_bench.runner.writes import (
     DISK_FULL_ERRNOS,
     NOT_WRITABLE_ERRNOS,
@@ -121,6 +124,9 @@ def describe(err: BaseException) -> tuple[str, int] | None:
     """(one-line message, exit status) for an error the user can fix; None for a bug."""
     if isinstance(err, Aborted):
         return one_line(str(err)), 130
+    if isinstance(err, RunFaultError):
+        hint = f"; {err.hint}" if err.hint else ""
+        return f"{err.label}: {one_line(str(err))}{hint}", 1
     if isinstance(err, UsageError):
         return str(err), err.code  # may hold one line per sweep job
     if isinstance(err, ConfigError):

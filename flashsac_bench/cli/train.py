@@ -16,6 +16,7 @@ The runner knows no CLI: it raises, and this module turns what a user can fix in
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shlex
@@ -32,6 +33,7 @@ from flashsac_bench.cli.runtime_checks import check_runtime
 from flashsac_bench.config import ConfigError, register_configs, to_config
 from flashsac_bench.config.root import Config
 from flashsac_bench.runner.env_factory import EnvFactory
+from flashsac_bench.runner.faults import EnvLostError
 
 if TYPE_CHECKING:  # imported where used: --help and bad input answer without torch
     from flashsac_bench.runner.loop import Runner
@@ -196,29 +198,64 @@ def _run(
         env_factory=env_factory,
         collector_timeout_s=collector_timeout_s,
     )
+    from flashsac_bench.runner.collector import CollectorError
+
     try:
         summary = runner.run()
     except KeyboardInterrupt as err:
         if isinstance(err, Aborted):
             raise
         raise Aborted(_abort_message(runner, err)) from None
+    except CollectorError as err:
+        if not _env_lost(runner, err):
+            raise  # an env that raised: a bug of the env, with its traceback
+        lost = _env_lost_error_type()(str(err))
+        lost.hint = _continue_hint(runner)
+        raise lost from err
     return (summary.get("iter_ms") or {}).get("median")
+
+
+@functools.cache
+def _env_lost_error_type() -> type[EnvLostError]:
+    """EnvLostError that is also the runner's CollectorError (what callers of `train` catch);
+    made on first use: the collector imports torch, which --help and bad input never need."""
+    from flashsac_bench.runner.collector import CollectorError
+
+    return type("EnvLostCollectorError", (CollectorError, EnvLostError), {})
+
+
+def _env_lost(runner: Runner, err: BaseException) -> bool:
+    """An env worker that died, hung or failed, or a collector stuck in env.step: the envs are
+    gone, and the run goes on from its last checkpoint."""
+    from flashsac_bench.envs.shards import EnvWorkerError
+
+    if isinstance(err.__cause__, EnvWorkerError):
+        return True
+    return runner.parts is not None and runner.parts.collector.hung
+
+
+def _continue_hint(runner: Runner) -> str:
+    """Where the run can continue from: its last checkpoint and the command, or that none was
+    written."""
+    from flashsac_bench.runner.liveness import last_checkpoint
+    from flashsac_bench.runner.resume import resume_command
+
+    ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
+    source = runner.run_dir if ckpt else runner.state.resumed_from
+    if source is None:
+        return "no checkpoint was written (rerun to start over)"
+    cmd = resume_command(runner.info.command, runner.run_dir, Path(source))
+    return f"last checkpoint {ckpt or source}; continue with: {cmd}"
 
 
 def _abort_message(runner: Runner, err: KeyboardInterrupt) -> str:
     """What a second Ctrl-C kept, and the command that continues from there."""
-    from flashsac_bench.runner.liveness import last_checkpoint
-    from flashsac_bench.runner.resume import resume_command
-
     signame = str(err) or "SIGINT"
     head = f"aborted by a second {signame} during iteration {runner.state.done_iterations}"
-    ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
-    source = runner.run_dir if ckpt else runner.state.resumed_from
-    if source is None:
-        return f"{head}; no checkpoint was written (rerun to start over)"
-    cmd = resume_command(runner.info.command, runner.run_dir, Path(source))
-    kept = f"last checkpoint {ckpt or source}"
-    return f"{head} (nothing of it was saved); {kept}; continue with: {cmd}"
+    hint = _continue_hint(runner)
+    if hint.startswith("no checkpoint"):
+        return f"{head}; {hint}"
+    return f"{head} (nothing of it was saved); {hint}"
 
 
 def _remove_hydra_only_run_dir() -> None:

@@ -25,6 +25,8 @@ from typing import Any, Protocol
 import numpy as np
 
 _ALIGN = 64
+# Signals a worker ignores (see worker_main): the parent ends it, by "close" or SIGKILL.
+WORKER_IGNORED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Shard(Protocol):
@@ -131,8 +133,12 @@ def worker_main(
     parent_pid: int,
     main_thread: bool,
 ) -> None:
-    # Ctrl-C goes to the whole process group; the parent decides when workers stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C, and the SIGTERM / SIGINT that timeout, Docker, systemd, SLURM and Kubernetes send
+    # to the whole process group, reach the workers too: they ignore them, and the parent, which
+    # decides when workers stop, checkpoints first and then closes them. They still end with
+    # the parent (the pipe closes; on Linux the kernel also sends SIGKILL when it dies).
+    for sig in WORKER_IGNORED_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     die_with_parent(main_thread)
     if os.getppid() != parent_pid:  # the parent died before the signal was armed
         return

@@ -17,21 +17,26 @@ one-line error and exits; one that dies is seen at once (its pipe closes); one t
 reply within `timeout_s` is declared hung. `close()` ends every worker (terminate, then kill)
 and unlinks the shared memory, also after any of these. Workers also end on their own when the
 parent dies (the pipe closes; on Linux the kernel also sends them SIGKILL), and they ignore
-SIGINT, so a Ctrl-C reaches only the parent, which then stops them in order. If the parent is
+SIGINT and SIGTERM, so a Ctrl-C or a SIGTERM to the whole process group (timeout, Docker,
+systemd, SLURM, Kubernetes) stops only the parent, which checkpoints and then stops them in
+order (a worker that does not answer "close" gets SIGKILL). If the parent is
 killed, multiprocessing's resource tracker unlinks the block once the workers are gone. The
 shard interface, the arrays' layout and the worker's side are in `envs.shard_worker`.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing as mp
 import multiprocessing.connection as mpc
+import multiprocessing.util
 import os
 import secrets
 import signal
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +56,22 @@ SHM_PREFIX = "flashsac_"
 DEFAULT_STEP_TIMEOUT_S = 10.0  # below the runner's collector timeout, so this error wins
 START_TIMEOUT_S = 180.0  # spawn + imports + model build, on a loaded machine
 STATE_TIMEOUT_S = 120.0
+
+
+# Every ProcessShards not closed yet. At interpreter exit they are closed before
+# multiprocessing's own exit handler runs (atexit runs handlers last-registered first, and
+# multiprocessing.util registered its handler when imported above): that handler SIGTERMs
+# daemonic children and joins them without a timeout, and a worker ignores SIGTERM.
+_OPEN: weakref.WeakSet[ProcessShards] = weakref.WeakSet()
+
+
+def _close_open_shards() -> None:
+    for shards in list(_OPEN):
+        with contextlib.suppress(Exception):
+            shards.close()
+
+
+atexit.register(_close_open_shards)
 
 
 class EnvWorkerError(RuntimeError):
@@ -205,6 +226,7 @@ class ProcessShards:
                 child_end.close()
                 self._workers.append(_Worker(k, lo, hi, proc, parent_end))
                 self._pids.append(int(proc.pid))
+            _OPEN.add(self)
             self._unread.append(("start", start_timeout_s, time.monotonic() + start_timeout_s))
             if wait_for_start:
                 self.settle()
@@ -336,6 +358,7 @@ class ProcessShards:
         if self._closed:
             return
         self._closed = True
+        _OPEN.discard(self)
         for w in self._workers:
             with contextlib.suppress(OSError, ValueError, EOFError):
                 if w.process.is_alive():
@@ -344,9 +367,7 @@ class ProcessShards:
         for w in self._workers:
             w.process.join(timeout=max(deadline - time.monotonic(), 0.0))
         for w in self._workers:
-            if w.process.is_alive():
-                w.process.terminate()
-                w.process.join(timeout=1.0)
+            # Workers ignore SIGTERM (shard_worker.WORKER_IGNORED_SIGNALS): SIGKILL at once.
             if w.process.is_alive():
                 w.process.kill()
                 w.process.join(timeout=1.0)

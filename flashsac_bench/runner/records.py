@@ -70,10 +70,26 @@ class DeferredRow:
 @dataclass(frozen=True)
 class Window:
     """A logged window as TensorBoard gets it: its last row, and its means (Reward/<term> over
-    the window's ticks, Env/<metric> from its last tick)."""
+    the window's ticks, Env/<metric> from its last tick); with its rows and how many of its
+    ticks were dead (`dead_tick`), for runner.stopping."""
 
     last_row: dict[str, Any]
     means: dict[str, float]
+    rows: tuple[dict[str, Any], ...] = ()
+    dead_ticks: int = 0
+
+
+def dead_tick(tick: TickResult, num_envs: int) -> bool:
+    """Every env ended its episode at its first step with a return of exactly 0: what an env
+    does with rows it cannot compute (non-finite physics or rewards: G1's shards zero such a
+    row and end its episode). A live env earns a non-zero reward on some step."""
+    lengths, returns = tick.episode_lengths, tick.episode_returns
+    return (
+        len(lengths) == num_envs
+        and bool((lengths <= 1).all())
+        and bool((returns == 0.0).all())
+        and tick.reward_mean == 0.0
+    )
 
 
 @dataclass
@@ -126,6 +142,7 @@ class Records:
         self.time_offset_s = 0.0
         self._window: list[dict[str, Any]] = []  # finalized rows of the next TensorBoard point
         self._window_terms: list[dict[str, float]] = []
+        self._window_dead = 0  # dead ticks (dead_tick) in the window
         self._env_metrics: dict[str, float] = {}
 
     def open_scalars(self, log_dir: Path | None) -> None:
@@ -138,6 +155,7 @@ class Records:
             self.returns.append(float(ret))
             self.lengths.append(float(length))
         self._window_terms.append(tick.reward_terms)
+        self._window_dead += dead_tick(tick, self.num_envs)
         if tick.env_metrics is not None:
             self._env_metrics = tick.env_metrics
 
@@ -244,9 +262,9 @@ class Records:
             means[f"Reward/{name}"] = float(np.mean(vals))
         for name, value in self._env_metrics.items():
             means[f"Env/{name}"] = float(value)
-        window = Window(self._window[-1], means)
+        window = Window(self._window[-1], means, tuple(self._window), self._window_dead)
         self.scalars.write(self._window, means)
-        self._window, self._window_terms = [], []
+        self._window, self._window_terms, self._window_dead = [], [], 0
         return window
 
     # ------------------------------------------------------------------ checkpoints

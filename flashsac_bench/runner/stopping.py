@@ -8,6 +8,11 @@ complete, with the rule as its `stopped_by`:
   Reward/tracking_lin_vel as a fraction of its maximum, weight * ctrl_dt).
 A window is judged when it is logged (during the next iteration, while the envs step), so the
 run ends before the iteration after that.
+
+A run that is not learning is not complete: a logged window in which every critic (or every
+actor) update was skipped (non-finite losses or gradients: the learner's finite guard keeps the
+weights) or every env's every step was a broken row (records.dead_tick) ends the run with a
+NotLearningError that says which and why, before its next iteration.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import time
 
 from flashsac_bench.config import run as run_config
 from flashsac_bench.config.root import Config
+from flashsac_bench.runner.faults import NotLearningError
 from flashsac_bench.runner.lifecycle import Signals
 from flashsac_bench.runner.records import Window
 
@@ -34,18 +40,27 @@ class Stopping:
         self.signals = signals
         self.reason: str | None = None  # the rule that ended the run
         self._walked: str | None = None
+        self._not_learning: str | None = None
+        self.critic_updates = config.update.critic_updates
+        self.actor_updates = config.update.actor_updates
 
     def due(self, done_iterations: int) -> bool:
         """Whether the loop ends before its next iteration: after a signal (the run is then
         interrupted), or by a rule (complete; `reason` names it)."""
         if self.signals.requested:
             return True
+        if self._not_learning:
+            raise NotLearningError(self._not_learning)
         self.reason = self._walked or self._time_is_up(done_iterations)
         return self.reason is not None
 
     def saw(self, window: Window | None) -> None:
-        """Judge a logged window for run.stop_at_walk (None: no window was logged)."""
-        if window is None or not self.stop_at_walk or self._walked or not self.tracking_top:
+        """Judge a logged window: is the run learning, and (run.stop_at_walk) does it walk?
+        None: no window was logged."""
+        if window is None:
+            return
+        self._not_learning = self._not_learning or self.not_learning(window)
+        if not self.stop_at_walk or self._walked or not self.tracking_top:
             return
         length = window.last_row["episode_length_mean"]
         tracking = window.means.get("Reward/tracking_lin_vel")
@@ -58,6 +73,33 @@ class Stopping:
             k = window.last_row["iteration"]
             self._walked = f"run.stop_at_walk: walking thresholds met at iteration {k}"
             log.info("%s: stopping", self._walked)
+
+    def not_learning(self, window: Window) -> str | None:
+        """Why nothing of `window` was learned, in one line; None when something was."""
+        rows = window.rows
+        if not rows:
+            return None
+        span = f"iterations {rows[0]['iteration']}-{rows[-1]['iteration']}"
+        if window.dead_ticks >= len(rows):
+            return (
+                f"every env's every step in {span} was a broken row (its episode ended at its "
+                "first step with reward 0: the env met non-finite physics or rewards), so every "
+                "reward was zeroed; check the task's values and its model file (task.model_file)"
+            )
+        learned = [r for r in rows if r.get("learning") and r.get("critic_skipped") is not None]
+        if not learned or len(learned) < len(rows):
+            return None  # a window before (or at) the start of learning is not judged
+        for name, per_iteration, why in (
+            ("critic", self.critic_updates, "non-finite loss or gradient"),
+            ("actor", self.actor_updates, "non-finite loss or gradient"),
+        ):
+            if per_iteration and all(r[f"{name}_skipped"] >= per_iteration for r in learned):
+                return (
+                    f"every {name} update of {span} was skipped ({why}: the finite guard kept "
+                    "the weights), so the run learns nothing; check the learner.* and task.* "
+                    "values"
+                )
+        return None
 
     def _time_is_up(self, done_iterations: int) -> str | None:
         limit = self.time_limit_s
