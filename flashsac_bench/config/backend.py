@@ -39,8 +39,8 @@ class EnvPlan:
 class WarpOptions:
     """The mjwarp backend's own options (`backend.warp`, set by conf/backend/mjwarp.yaml)."""
 
-    # Where the worlds run: "auto" = CUDA when torch sees it, else Warp's CPU device (testing
-    # only). It must be the learner's device (hardware.device): transitions stay on it.
+    # Where the worlds run: the learner's device (hardware.device), where the transitions stay;
+    # "auto" follows it (Warp's CPU device on a CPU learner: for testing only).
     device: str = "auto"
     # Contacts allocated per world and constraint rows per world (MuJoCo Warp allocates its
     # buffers once): enough for a G1 lying on the floor; too few drops contacts.
@@ -57,7 +57,8 @@ class WarpOptions:
             )
 
     def resolved_device(self) -> str:
-        """The worlds' torch device: "cpu" or "cuda:N" ("auto": cuda:0 when torch sees CUDA)."""
+        """The worlds' torch device: "cpu" or "cuda:N". A Config has resolved "auto" to the
+        learner's device; alone (a benchmark), "auto" is cuda:0 when torch sees CUDA."""
         return same_device(self.device)
 
 

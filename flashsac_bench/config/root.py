@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -45,14 +45,17 @@ class Config:
             )
         self.backend.plan(self.run.num_envs)  # e.g. more worker processes than envs
         if self.backend.name == "mjwarp":
-            # The device env hands its transitions to the learner's ring without host staging.
-            worlds = self.backend.warp_options().resolved_device()
+            # The device env hands its transitions to the learner's ring without host staging:
+            # its worlds run on the learner's device ("auto" resolves to it here).
+            warp = self.backend.warp_options()
             learner = same_device(self.hardware.resolved_device())
-            if worlds != learner:
+            if warp.device == "auto":
+                self.backend.warp = replace(warp, device=learner)
+            elif same_device(warp.device) != learner:
                 raise ConfigError(
-                    f"backend=mjwarp runs its worlds on {worlds} but hardware={self.hardware.name} "
-                    f"puts the learner on {learner}: they must share a device (set "
-                    f"backend.warp.device={learner} or another hardware)"
+                    f"backend.warp.device={warp.device} but hardware={self.hardware.name} puts "
+                    f"the learner on {learner}: the worlds must run on the learner's device "
+                    "(backend.warp.device=auto follows it)"
                 )
         if self.replay.learning_starts > self.replay.replay_buffer_n:
             raise ConfigError(
