@@ -4,6 +4,8 @@
     python scripts/bench_env.py --num-envs 256 1024 --workers 15 --threads 16 --ceiling \
         --results docs/results/h200_env.json --deadline 400
     python scripts/bench_env.py --num-envs 64 --threads 1 --profile --mj-timers --compare-rollout
+    python scripts/bench_env.py --backend mjwarp --num-envs 1024 4096 --ceiling   # MuJoCo Warp
+    python scripts/bench_env.py --backend mujoco mjwarp --num-envs 1024 --workers 15 --ceiling
 
 Layouts: `--threads T` = the in-process thread pool of T threads (backend.mode=threads),
 `--workers K` = K worker processes (backend.workers=K). `--ceiling` adds, for every layout, the
@@ -11,6 +13,11 @@ raw physics of the same model in the same layout (flashsac_bench/bench/env_bench
 exactly what it runs), so each figure is also a fraction of what the machine can do.
 `--results` appends one row per (layout, num_envs) to a JSON list; `--deadline` stops starting
 new measurements after that many seconds (what finished is kept and written).
+
+`--backend mjwarp` (the [mjwarp] extra) adds one row per num_envs for the MuJoCo Warp backend on
+`--warp-device` (auto: CUDA when present; Warp's CPU device is for testing), mode "device", with
+`--ceiling` its physics-only rate in the same worlds (flashsac_bench/bench/env_bench_warp.py);
+`--backend mujoco mjwarp` times both, side by side. Every row says its `backend`.
 """
 
 from __future__ import annotations
@@ -26,6 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, nargs="*", default=[], help="thread-pool layouts")
     p.add_argument("--workers", type=int, nargs="*", default=[], help="worker-process layouts")
     p.add_argument("--ceiling", action="store_true", help="raw-physics row of every layout")
+    p.add_argument(
+        "--backend",
+        nargs="+",
+        choices=["mujoco", "mjwarp"],
+        default=["mujoco"],
+        help="mujoco: the CPU layouts; mjwarp: MuJoCo Warp on --warp-device",
+    )
+    p.add_argument("--warp-device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--steps", type=int, default=200, help="timed steps per repeat")
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--repeats", type=int, default=3)

@@ -1,6 +1,7 @@
 """The env benchmark grid of scripts/bench_env.py: every (num_envs, layout) timed, beside its
 raw-physics ceiling when asked, then the optional profiles; printed, written as JSON, and
-appended as rows to a results list."""
+appended as rows to a results list. `--backend mjwarp` adds the MuJoCo Warp backend's rows
+(bench.env_bench_warp): one per num_envs, on `--warp-device`, beside its physics ceiling."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ from flashsac_bench.bench import env_bench as eb
 def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
     """scripts/bench_env.py's command line `a`; `argv` is what the rows' command quotes."""
     args = eb.BenchArgs(a.steps, a.warmup, a.repeats, a.actions, a.idle_probe, a.idle_timeout)
+    backends = a.backend or ["mujoco"]
     layouts = [eb.Layout("threads", threads=t) for t in a.threads]
     layouts += [eb.Layout("processes", workers=k) for k in a.workers]
     if not layouts and not (a.profile or a.mj_timers or a.compare_rollout):
         layouts = [eb.Layout("threads", threads=eb.available_cores())]
+    if "mujoco" not in backends:
+        layouts = []
     start = time.monotonic()
 
     def time_left() -> bool:
@@ -37,6 +41,9 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
     header = f"{'envs':>6} {'layout':>8} {'ms/step':>8} {'env-steps/s':>12} {'best':>8}"
     print(header + f" {'ceiling':>9} {'of ceil':>8} {'ep len':>7} {'strag':>6} {'ceil strag':>10}")
     for n in a.num_envs:
+        if "mjwarp" in backends and time_left():
+            rows.append(_warp_row(n, a, args, time_left))
+            _print_row(n, rows[-1]["device"], rows[-1])
         for lay in layouts:
             if not time_left():
                 print(f"# deadline: skipped {n} envs / {lay.label}")
@@ -49,14 +56,9 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
                 r["ceiling_env_steps_per_s"] = c["env_steps_per_s_median"]
                 r["fraction_of_ceiling"] = r["env_steps_per_s_median"] / c["env_steps_per_s_median"]
                 r["ceiling_straggler_ms_median"] = c["straggler_ms_median"]
+            r["backend"] = "mujoco"
             rows.append(r)
-            ceil = r.get("ceiling_env_steps_per_s")
-            frac = f"{r['fraction_of_ceiling']:.2f}" if ceil else "-"
-            rate, best = r["env_steps_per_s_median"], r["env_steps_per_s_best"]
-            strag = _ms(r["straggler_ms_median"]), _ms(r.get("ceiling_straggler_ms_median"))
-            print(f"{n:>6} {lay.label:>8} {r['ms_per_step_median']:>8.2f} {rate:>12.0f} "
-                  f"{best:>8.0f} {ceil or 0:>9.0f} {frac:>8} {r['mean_episode_length']:>7.1f} "
-                  f"{strag[0]:>6} {strag[1]:>10}", flush=True)  # fmt: skip
+            _print_row(n, lay.label, r)
     result: dict[str, Any] = {"machine": info, "args": vars(a), "rows": rows}
     for flag, fn in (("profile", eb.profile), ("mj_timers", eb.mj_timers)):
         if getattr(a, flag) and time_left():
@@ -77,6 +79,29 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
     return 0
 
 
+def _warp_row(n: int, a: argparse.Namespace, args: Any, time_left: Any) -> dict[str, Any]:
+    """The MuJoCo Warp backend's full task at n worlds, with its physics ceiling when asked."""
+    from flashsac_bench.bench import env_bench_warp as ew  # imports Warp: only when asked
+
+    r = eb.measured(lambda: ew.bench_warp_env(n, a.warp_device, args), args)
+    if a.ceiling and time_left():
+        c = eb.measured(lambda: ew.bench_warp_ceiling(n, a.warp_device, args), args)
+        r["ceiling_env_steps_per_s"] = c["env_steps_per_s_median"]
+        r["fraction_of_ceiling"] = r["env_steps_per_s_median"] / c["env_steps_per_s_median"]
+        r["ceiling_straggler_ms_median"] = None
+    return r
+
+
+def _print_row(n: int, label: str, r: dict[str, Any]) -> None:
+    ceil = r.get("ceiling_env_steps_per_s")
+    frac = f"{r['fraction_of_ceiling']:.2f}" if ceil else "-"
+    rate, best = r["env_steps_per_s_median"], r["env_steps_per_s_best"]
+    strag = _ms(r["straggler_ms_median"]), _ms(r.get("ceiling_straggler_ms_median"))
+    print(f"{n:>6} {label:>8} {r['ms_per_step_median']:>8.2f} {rate:>12.0f} "
+          f"{best:>8.0f} {ceil or 0:>9.0f} {frac:>8} {r['mean_episode_length']:>7.1f} "
+          f"{strag[0]:>6} {strag[1]:>10}", flush=True)  # fmt: skip
+
+
 def append_rows(path: Path, rows: list[dict[str, Any]], info: dict[str, Any], command: str) -> None:
     """One row per measurement, with the machine and the command, appended to a JSON list."""
     old = json.loads(path.read_text()) if path.exists() else []
@@ -85,6 +110,7 @@ def append_rows(path: Path, rows: list[dict[str, Any]], info: dict[str, Any], co
         row = {k: r[k] for k in keep}
         row["env_steps_per_s"] = row.pop("env_steps_per_s_median")
         row.update(
+            backend=r["backend"],
             ceiling_env_steps_per_s=r.get("ceiling_env_steps_per_s"),
             straggler_ms_median=r.get("straggler_ms_median"),
             ceiling_straggler_ms_median=r.get("ceiling_straggler_ms_median"),
