@@ -93,7 +93,8 @@ class G1WalkWarp(DeviceVecEnv):
 
         self._idx = T.TaskIndex.from_layout(layout, to)
         self._ranges = T.ResetRanges.of(layout, model.nv, task_cfg.commands, to)
-        self._actuators = to(layout.actuators)
+        actuators = T.as_slice(layout.actuators)  # a view where contiguous (the built-in's)
+        self._actuators = actuators if isinstance(actuators, slice) else to(actuators)
         weights, is_penalty = T.reward_weights(task_cfg)
         self._weights, self._is_penalty = to(weights), to(is_penalty)
         self._pose_weights = to(np.asarray(task_cfg.pose_weights, dtype=np.float64))
@@ -135,8 +136,7 @@ class G1WalkWarp(DeviceVecEnv):
         self._graph_actions: torch.Tensor | None = None
         self._mode = "eager"
         self.reset()  # the outputs hold first observations, as the CPU env's do
-        if not self.physics.wp_device.is_cuda:
-            self._capture_physics()
+        self._capture_physics()
 
     # -- the contract ---------------------------------------------------------------------------
 
@@ -182,14 +182,13 @@ class G1WalkWarp(DeviceVecEnv):
                     self._step(actions)
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
             log.warning(
-                "CUDA graph capture of the MuJoCo Warp step failed (%s: %s); stepping with "
-                "Warp graphs for the physics and eager torch ops",
+                "CUDA graph capture of the MuJoCo Warp step failed (%s: %s); stepping %s",
                 type(err).__name__,
                 err,
+                "with Warp graphs for the physics" if self._mode == "warp_graph" else "eagerly",
             )
             torch.cuda.synchronize(self._device)
             self.set_state(state)
-            self._capture_physics()
             return False
         self._graph, self._graph_actions = graph, actions
         self._mode = "cuda_graph"
@@ -266,8 +265,9 @@ class G1WalkWarp(DeviceVecEnv):
     # -- the control step -----------------------------------------------------------------------
 
     def _capture_physics(self) -> None:
-        """The physics as Warp graphs (Warp's CPU device: its C++ replay of the same kernels);
-        their kernels load on a first, undone step."""
+        """The physics as Warp graphs (on Warp's CPU device its C++ replay of the same kernels,
+        on CUDA CUDA graphs), the task as torch ops: how a step runs unless `capture` records
+        all of it. The kernels load on a first, undone step."""
         state = self.get_state()
         self._step(torch.zeros(self.num_envs, NUM_JOINTS, device=self._device))
         self.set_state(state)
