@@ -4,6 +4,7 @@ import os
 from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.values import require_finite
 
 MODES = ("auto", "processes", "threads")
 BACKENDS = ("mujoco", "mjwarp")
@@ -104,6 +105,7 @@ class BackendConfig:
     warp: WarpOptions | None = None
 
     def __post_init__(self) -> None:
+        require_finite(self, "backend.")  # config.values: every float finite
         if self.name not in BACKENDS:
             raise ConfigError(f"backend.name must be one of {BACKENDS}, got {self.name!r}")
         if self.warp is not None and self.name != "mjwarp":
