@@ -1,0 +1,163 @@
+"""One rule for the numbers of a config (config.values): every float field, nested ones and
+lists of numbers included, refuses NaN and inf naming its key; each group's domain rules refuse
+what would break a run after its env and learner are built; a run's memory is checked against
+the machine before anything is allocated; the preflight never lets a job through unchecked."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import pytest
+
+from flashsac_bench.cli import preflight
+from flashsac_bench.cli.errors import UsageError
+from flashsac_bench.cli.runtime_checks import NotEnoughMemoryError, check_memory, memory_needs
+from flashsac_bench.config import Config, ConfigError, register_configs, to_config
+from flashsac_bench.evaluation.config import EvalConfig
+from tests.fakes.runs import cli_overrides, fake_env_environ, run_cli
+
+
+def _float_keys(obj: Any, prefix: str = "") -> list[tuple[str, int | None]]:
+    """(dotted key, list index or None) of every float-typed field of a config dataclass."""
+    found: list[tuple[str, int | None]] = []
+    for f in dataclasses.fields(obj):
+        value, key = getattr(obj, f.name), f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(value):
+            found += _float_keys(value, f"{key}.")
+        elif "float" in str(f.type) and isinstance(value, list):
+            found.append((key, 0))
+        elif "float" in str(f.type):
+            found.append((key, None))
+    return found
+
+
+def _nested(key: str, value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    node = out
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return out
+
+
+CONFIG_FLOATS = _float_keys(Config())
+EVAL_FLOATS = _float_keys(EvalConfig())
+
+
+def test_the_walk_sees_the_fields_of_the_findings():
+    keys = {k for k, _ in CONFIG_FLOATS}
+    for key in ("learner.lr_peak", "learner.adam_eps", "learner.reward_g_max", "task.ctrl_dt",
+                "task.rewards.alive", "task.pose_weights", "task.action_scale",
+                "learner.target_entropy", "run.time_limit_s"):  # fmt: skip
+        assert key in keys, key
+    assert len(CONFIG_FLOATS) > 50
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize(("key", "index"), CONFIG_FLOATS, ids=[k for k, _ in CONFIG_FLOATS])
+def test_every_float_of_the_config_refuses_non_finite_values(key, index, bad):
+    default = Config()
+    for part in key.split("."):
+        default = getattr(default, part)
+    value: Any = bad
+    if index is not None:
+        value = list(default)
+        value[index] = bad
+    with pytest.raises(ConfigError, match=rf"^{key}(\[{index}\])?={bad}.*finite"):
+        to_config(_nested(key, value))
+
+
+@pytest.mark.parametrize(("key", "index"), EVAL_FLOATS, ids=[k for k, _ in EVAL_FLOATS])
+def test_every_float_of_the_evaluate_options_refuses_nan(key, index):
+    value: Any = math.nan
+    if index is not None:
+        value = list(getattr(EvalConfig(), key))
+        value[index] = math.nan
+    with pytest.raises(ConfigError, match=rf"^{key}.*must be a finite number"):
+        EvalConfig(checkpoint="x", **{key: value})
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"learner": {"temp_target_sigma": 0.0}}, "learner.temp_target_sigma must be > 0"),
+        ({"learner": {"adam_beta1": 1.0}}, "learner.adam_beta1 must be in [0, 1)"),
+        ({"learner": {"adam_beta2": -0.1}}, "learner.adam_beta2 must be in [0, 1)"),
+        ({"learner": {"adam_eps": 0.0}}, "learner.adam_eps must be > 0"),
+        ({"learner": {"bn_eps": 0.0}}, "learner.bn_eps must be > 0"),
+        ({"learner": {"rms_eps": -1e-6}}, "learner.rms_eps must be > 0"),
+        ({"learner": {"bn_momentum": 1.5}}, "learner.bn_momentum must be in [0, 1]"),
+        ({"learner": {"critic_hidden_dim": 10**9}}, "learner.critic_hidden_dim must be <="),
+        ({"run": {"num_envs": 10**9}}, "run.num_envs must be <="),
+        ({"task": {"pose_weights": [-1.0] + [1.0] * 28}}, "task.pose_weights must be >= 0"),
+        ({"task": {"obs": {"gyro_scale": 0.0}}}, "task.obs.gyro_scale must be > 0"),
+        ({"task": {"decimation": 10**6}}, "task.decimation must be in [1, 1000]"),
+        ({"task": {"ctrl_dt": 1e-9}}, "task.episode_length_s / task.ctrl_dt must be <="),
+        ({"update": {"updates_per_step": 10**6}}, "update.updates_per_step must be <="),
+    ],
+)
+def test_out_of_domain_values_are_refused(override, message):
+    with pytest.raises(ConfigError) as info:
+        to_config(override)
+    assert message in str(info.value)
+
+
+def test_a_run_that_cannot_fit_in_memory_is_refused_before_allocating(monkeypatch):
+    from flashsac_bench.cli import runtime_checks
+    from flashsac_bench.envs.g1_model import task_spec
+
+    model = task_spec(None).compile()
+    small = to_config({"hardware": {"device": "cpu"}, "run": {"num_envs": 64}})
+    big = to_config({"hardware": {"device": "cpu"}, "run": {"num_envs": 65536}})
+    need_small = sum(memory_needs(small, model)["host"].values())
+    need_big = sum(memory_needs(big, model)["host"].values())
+    # the replay ring (replay_buffer_n x num_envs rows of 430 floats) and its checkpoint copy
+    assert need_big >= 2 * 512 * 65536 * 430 * 4
+    monkeypatch.setattr(runtime_checks, "host_available", lambda: (need_small + need_big) // 2)
+    check_memory(small, model)
+    with pytest.raises(NotEnoughMemoryError, match=r"run.num_envs=65536 .* needs at least"):
+        check_memory(big, model)
+
+
+def test_a_check_that_fails_unexpectedly_is_that_jobs_one_line(tmp_path):
+    """The preflight never crashes and never lets a job through unchecked."""
+
+    def check(cfg: Any, run_dir: Any) -> Any:
+        raise ZeroDivisionError("float division by zero")
+
+    register_configs()
+    args = [*cli_overrides(8, 10), f"hydra.run.dir={tmp_path / 'run'}"]
+    with pytest.raises(UsageError, match="checking it failed with ZeroDivisionError: float div"):
+        preflight.check_command(args, "config", check)
+
+
+@pytest.mark.parametrize(
+    ("args", "texts"),
+    [
+        (["task.ctrl_dt=nan"], ["task.ctrl_dt=nan", "finite"]),
+        (["learner.temp_target_sigma=0"], ["learner.temp_target_sigma must be > 0"]),
+        (["-m", "task.ctrl_dt=0.02,nan"], ["1 of 2 sweep jobs", "job 1 (task.ctrl_dt=nan)"]),
+        (["hydra.run.dir="], ["hydra.run.dir is empty"]),
+    ],
+    ids=["nan", "domain", "sweep", "empty_run_dir"],
+)
+def test_the_cli_refuses_before_any_job_starts(args, texts, tmp_path):
+    marker = tmp_path / "env_built.txt"
+    dirs = [f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    if "hydra.run.dir=" in args:
+        dirs = []
+    flags = [a for a in args if a == "-m"]  # Hydra's flags come before the overrides
+    overrides = [a for a in args if a != "-m"]
+    proc = run_cli(
+        [*flags, *cli_overrides(8, 10), *dirs, *overrides],
+        env=fake_env_environ(FAKE_ENV_MARKER=str(marker)),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    for text in texts:
+        assert text in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no env, no run dir, nothing
