@@ -6,6 +6,7 @@ run; the runner itself assumes them."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,15 @@ def check_model_file(config: Config) -> Any:
     the env will, find everything the task needs in it (joints, actuators, sites for the
     sensors, the `stand` keyframe) and check its physics values (g1_model.check_physics)."""
     model_file = config.task.model_file
+    import mujoco
+
     from flashsac_bench.envs.g1_layout import G1Layout
     from flashsac_bench.envs.g1_model import check_physics, task_spec
 
+    warned: list[str] = []
+    # MuJoCo prints its warnings (e.g. "XML contains a 'NaN'") from C: collected here, they
+    # join the one-line error, or are said once as warnings of the model file.
+    mujoco.set_mju_user_warning(lambda text: warned.append(" ".join(str(text).split())))
     try:
         model = task_spec(model_file).compile()
         check_physics(model)
@@ -43,7 +50,14 @@ def check_model_file(config: Config) -> Any:
         text = _one_line(err)
         if not text.startswith("task.model_file"):
             text = f"task.model_file={model_file}: {text}"
+        if warned:
+            text += f" (MuJoCo: {'; '.join(dict.fromkeys(warned))})"
         raise ModelFileError(text) from None
+    finally:
+        mujoco.set_mju_user_warning(None)
+    for text in dict.fromkeys(warned):
+        print(f"flashsac_bench: warning: task.model_file={model_file}: MuJoCo: {text}",
+              file=sys.stderr)  # fmt: skip
     return model
 
 

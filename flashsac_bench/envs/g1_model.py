@@ -237,10 +237,14 @@ def check_physics(model: mujoco.MjModel, where: str = "the model") -> None:
             bad |= (np.nan_to_num(rows, nan=low) < low).any(axis=1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
+            row = rows[i]
+            wrong = ~np.isfinite(row) if low is None else ~(np.nan_to_num(row, nan=low - 1) >= low)
+            j = int(np.flatnonzero(wrong)[0]) if wrong.any() else 0
+            index = f"[{j}]" if row.size > 1 else ""
             kind = obj.name.removeprefix("mjOBJ_").lower()
             rule = "finite" if low is None else f"finite and >= {low:g}"
             raise ValueError(
-                f"{where}: {kind} {_name(model, obj, i)!r} {what} {rows[i].tolist()} must be {rule}"
+                f"{where}: {kind} {_name(model, obj, i)!r} {what}{index}={row[j]} must be {rule}"
             )
     for array, limited, obj, what in _LIMITED_RANGES:
         values = np.asarray(getattr(model, array), dtype=np.float64)
