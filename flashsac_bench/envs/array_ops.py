@@ -44,6 +44,7 @@ class ArrayOps:
     zeros_like: Callable[[Any], Any]
     zeros: Callable[[int, int, Any], Any]  # (k, width) float zeros, on `like`'s device
     repeat_rows: Callable[[Any, int], Any]  # k copies of a row (width,) -> (k, width)
+    add_rounded: Callable[[Any, Any], None]  # dst (float32) += src (float64), rounded once
     float32: Callable[[Any], Any]  # a float32 copy (rounded once)
     float64: Callable[[Any], Any]  # a float64 copy (exact from float32)
 
@@ -72,6 +73,8 @@ NUMPY = ArrayOps(
     zeros_like=np.zeros_like,
     zeros=lambda k, width, like: np.zeros((k, width)),
     repeat_rows=lambda row, k: np.tile(row, (k, 1)),
+    # In place: numpy adds in float64 (the wider operand) and rounds into the float32 view.
+    add_rounded=lambda dst, src: np.add(dst, src, out=dst),
     float32=lambda x: np.asarray(x, dtype=np.float32).copy(),
     float64=lambda x: np.asarray(x, dtype=np.float64).copy(),
 )
@@ -100,6 +103,7 @@ def torch_ops() -> ArrayOps:
         zeros_like=torch.zeros_like,
         zeros=lambda k, width, like: torch.zeros(k, width, dtype=like.dtype, device=like.device),
         repeat_rows=lambda row, k: row.expand(k, -1).clone(),
+        add_rounded=lambda dst, src: dst.copy_(dst.to(torch.float64) + src),
         float32=lambda x: x.to(torch.float32, copy=True),
         float64=lambda x: x.to(torch.float64, copy=True),
     )

@@ -168,7 +168,7 @@ def policy_obs(critic32: Array, unit: Array | None, scale: Array) -> Array:
     obs = xp.float32(critic32[:, :OBS_DIM])
     if unit is not None:
         noise = (unit * 2.0 - 1.0) * scale
-        obs[:, NOISY] = xp.float32(xp.float64(obs[:, NOISY]) + noise)
+        xp.add_rounded(obs[:, NOISY], noise)
     return obs
 
 
