@@ -90,32 +90,28 @@ def _hydra_message(err: BaseException) -> str | None:
         if cause is not None:
             detail = str(cause).strip().splitlines()[0]
             if key and type(cause).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
-                return _unknown_key(str(key), detail)
+                return _unknown_key(str(key), detail, getattr(cause, "object_type", None))
             return f"{key}: {detail}" if key else detail
         return str(err)
     return None
 
 
-# The options' schema that "did you mean" draws from (a tool sets its own: suggest_from).
-_suggest_schema: type | None = None
+def _unknown_key(key: str, detail: str, parent: type | None = None) -> str:
+    """'unknown key K (did you mean K2?): detail'; the suggestion comes from the fields of the
+    key's parent node (`parent`, the dataclass OmegaConf names), else from the training schema."""
+    import difflib
+    from dataclasses import fields, is_dataclass
 
-
-def suggest_from(schema: type) -> None:
-    """Draw "did you mean" suggestions from `schema` (a command's options dataclass)."""
-    global _suggest_schema
-    _suggest_schema = schema
-
-
-def _unknown_key(key: str, detail: str) -> str:
-    from flashsac_bench.config.keys import suggest
-
-    if _suggest_schema is None:
+    close = None
+    if isinstance(parent, type) and is_dataclass(parent):
+        *parents, leaf = key.split(".")
+        match = difflib.get_close_matches(leaf, [f.name for f in fields(parent)], 1, 0.75)
+        close = ".".join([*parents, match[0]]) if match else None
+    else:
+        from flashsac_bench.config.keys import suggest
         from flashsac_bench.config.root import Config
 
-        schema = Config()
-    else:
-        schema = _suggest_schema()
-    close = suggest(key, schema)
+        close = suggest(key, Config())
     hint = f" (did you mean {close}?)" if close else ""
     return f"unknown key {key}{hint}: {detail}"
 

@@ -266,10 +266,11 @@ def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dic
 # ---------------------------------------------------------------------------- CLI
 def _check(ec: EvalConfig) -> None:
     """Before any job runs (all of a sweep's): this machine has the device, the checkpoint is
-    a readable one whose control rate the render_fps divides, and out_dir can be written."""
+    a readable one whose tensors fit its config and whose control rate the render_fps divides,
+    and out_dir can be written."""
     from flashsac_bench.cli.train import probe_writable
     from flashsac_bench.config.hardware import HardwareConfig
-    from flashsac_bench.evaluation.trained import acting_config, read_checkpoint, run_dir_of
+    from flashsac_bench.evaluation.trained import acting_config, load_trained_learner, run_dir_of
 
     try:
         HardwareConfig(name="eval", device=ec.device).check_available()
@@ -280,7 +281,8 @@ def _check(ec: EvalConfig) -> None:
             f"device={ec.device} needs a CUDA device this torch {torch.__version__} does not "
             "see; pass device=cpu or device=auto"
         ) from None
-    path, payload = read_checkpoint(ec.checkpoint)
+    trained = load_trained_learner(ec.checkpoint)  # its tensors fit its config
+    path, payload = trained.checkpoint, trained.payload
     cfg = acting_config(payload)
     if ec.render:
         try:

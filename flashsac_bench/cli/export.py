@@ -31,7 +31,6 @@ from flashsac_bench.evaluation.trained import (
     DTYPES,
     TrainedLearner,
     load_trained_learner,
-    read_checkpoint,
     run_dir_of,
 )
 from flashsac_bench.runner.checkpoint import resolve_resume_path
@@ -202,9 +201,10 @@ class ExportConfig:
 
 
 def _check(xc: ExportConfig) -> None:
-    """Before anything is written: a readable checkpoint, an onnx option that can be met."""
+    """Before anything is written: a readable checkpoint whose tensors fit its config, an onnx
+    option that can be met, an out_dir that can be written."""
     output_dir(xc.checkpoint, xc.out_dir, xc.onnx)
-    read_checkpoint(xc.checkpoint)
+    load_trained_learner(xc.checkpoint, "cpu", xc.dtype)
 
 
 def _job(xc: ExportConfig, composed: dict[str, Any]) -> int:

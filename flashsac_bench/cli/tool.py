@@ -109,7 +109,6 @@ def run_tool(tool: Tool) -> None:
     from hydra.core.config_store import ConfigStore
 
     ConfigStore.instance().store(name=tool.schema_name, node=tool.schema)
-    errors.suggest_from(tool.schema)
     argv = errors.strip_debug_flag(sys.argv[1:])
     sys.argv = [sys.argv[0], *argv]
 
