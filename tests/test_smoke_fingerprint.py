@@ -62,7 +62,8 @@ def fingerprint(path: str) -> dict[str, str]:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         ckpt = sorted((Path(tmp) / "checkpoints").glob("iter_*.pt"))[-1]
-        payload = torch.load(ckpt, map_location="cpu", weights_only=False)
+        # Checkpoints load weights-only (tensors and plain values: runner.torch_files).
+        payload = torch.load(ckpt, map_location="cpu", weights_only=True)
     tensors = dict(payload["learner"]["tensors"])
     tensors["replay.storage"] = payload["replay"]["storage"]
     assert payload["iteration"] == ITERATIONS
