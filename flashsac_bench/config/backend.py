@@ -47,6 +47,11 @@ class WarpOptions:
     # buffers once): enough for a G1 lying on the floor; too few drops contacts.
     nconmax: int = 48
     njmax: int = 256
+    # MuJoCo Warp's deterministic mode (stable contact order, canonical constraint rows,
+    # order-invariant atomic sums): on a GPU, runs of one seed and a resume then repeat bit for
+    # bit, at a cost. Off: GPU results vary in their last bits from run to run. Warp's CPU
+    # device is deterministic either way.
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         dev = self.device

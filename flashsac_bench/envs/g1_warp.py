@@ -85,7 +85,9 @@ class G1WalkWarp(DeviceVecEnv):
         self.max_episode_steps = task_cfg.max_episode_steps
         model = build_task_model(task_cfg)
         self.layout = layout = G1Layout.from_model(model)
-        self.physics = WarpPhysics(model, n, device, opts.nconmax, opts.njmax)
+        self.physics = WarpPhysics(
+            model, n, device, opts.nconmax, opts.njmax, deterministic=opts.deterministic
+        )
         dev = self._device = self.physics.device
 
         def to(a: np.ndarray) -> torch.Tensor:

@@ -74,6 +74,7 @@ class WarpPhysics:
         device: str,
         nconmax: int,
         njmax: int,
+        deterministic: bool = False,
     ) -> None:
         wp, mjw = import_warp()
         self._wp, self._mjw = wp, mjw
@@ -88,6 +89,8 @@ class WarpPhysics:
         with wp.ScopedDevice(self.wp_device):
             batched = {"actuator_gainprm": n, "actuator_biasprm": n}
             self.m = mjw.put_model(m, batch_sizes=batched)
+            if deterministic:  # read by the step's launches: set before the first one
+                self.m.opt.deterministic = int(mjw.DeterminismType.ALL)
             self.d = mjw.make_data(m, nworld=n, nconmax=nconmax, njmax=njmax)
         view = wp.to_torch
         d = self.d

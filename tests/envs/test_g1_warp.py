@@ -180,3 +180,19 @@ def test_a_restored_state_continues_bit_for_bit() -> None:
             np.testing.assert_array_equal(g[key], w[key], err_msg=key)
     assert got_metrics == want_metrics
     assert ended > 0  # resets happened after the restore
+
+
+def test_the_deterministic_mode_runs_and_changes_nothing_on_the_cpu_device() -> None:
+    """backend.warp.deterministic asks MuJoCo Warp for its order-stable kernels (what a GPU run
+    needs to repeat itself); Warp's CPU device runs in order anyway: the same bits."""
+    actions = torch.as_tensor(_actions(n=4, steps=20, seed=4))
+    runs = []
+    for deterministic in (False, True):
+        warp = WarpOptions(device="cpu", deterministic=deterministic)
+        with make_env(TASK, BackendConfig(name="mjwarp", warp=warp), 4, 5) as env:
+            assert bool(env.physics.m.opt.deterministic) == deterministic
+            env.reset()
+            runs.append([_snapshot(env.step(x)) for x in actions])
+    for a, b in zip(*runs, strict=True):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
