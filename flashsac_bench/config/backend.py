@@ -48,8 +48,8 @@ class WarpOptions:
     nconmax: int = 48
     njmax: int = 256
     # MuJoCo Warp's deterministic mode (stable contact order, canonical constraint rows,
-    # order-invariant atomic sums): on a GPU, runs of one seed and a resume then repeat bit for
-    # bit, at a cost. Off: GPU results vary in their last bits from run to run. Warp's CPU
+    # order-invariant atomic sums), so that a GPU run of one seed, or a resume, can repeat bit
+    # for bit, at a cost. Off: GPU results vary in their last bits from run to run. Warp's CPU
     # device is deterministic either way.
     deterministic: bool = False
 
