@@ -26,6 +26,7 @@ unreadable checkpoint of any job included, is one line on stderr before anything
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -102,9 +103,9 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     num_envs = min(ec.num_envs, ec.episodes)
     backend = cfg.backend
     if ec.threads > 0:
-        backend = type(backend)(
-            **{**asdict(backend), "mode": "threads", "workers": 0, "num_threads": ec.threads}
-        )
+        backend = dataclasses.replace(backend, mode="threads", workers=0, num_threads=ec.threads)
+    elif backend.workers > num_envs:  # training's worker count, for fewer envs here
+        backend = dataclasses.replace(backend, workers=num_envs)
 
     def policy(obs: np.ndarray) -> np.ndarray:
         x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(learner.device)
