@@ -20,7 +20,11 @@ from flashsac_bench.analysis.compare import comparison_frame
 from flashsac_bench.analysis.parity_runs import load_run
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.liveness import run_state
-from flashsac_bench.runner.resume import ResumeError, find_checkpoint, plan_resume
+from flashsac_bench.runner.resume import (
+    RunDirInUseError,
+    find_checkpoint,
+    plan_resume,
+)
 from tests.fakes.runs import cli_overrides, fake_env_environ, read_summary, run_cli
 
 
@@ -85,7 +89,8 @@ def test_a_sigkilled_run_is_stale_for_every_reader(tmp_path):
             "a running summary and two checkpoints",
         )
         assert run_state(run)["status"] == "running"
-        with pytest.raises(ResumeError, match="still being written"):
+        # its writer holds the run dir's lock (runner.liveness.RunDirLock)
+        with pytest.raises(RunDirInUseError, match="being written by another live process"):
             plan_resume(_resume_config(run, 1_000_000), run)
     finally:
         proc.kill()
