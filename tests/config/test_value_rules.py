@@ -161,3 +161,16 @@ def test_the_cli_refuses_before_any_job_starts(args, texts, tmp_path):
     for text in texts:
         assert text in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no env, no run dir, nothing
+
+
+def test_a_field_may_say_that_it_takes_non_finite_values():
+    from flashsac_bench.config.values import NONFINITE, require_finite
+
+    @dataclasses.dataclass
+    class Group:
+        limit: float = dataclasses.field(default=math.inf, metadata=NONFINITE)
+        rate: float = 1.0
+
+    require_finite(Group(), "g.")
+    with pytest.raises(ConfigError, match=r"^g\.rate=nan: must be a finite number"):
+        require_finite(Group(rate=math.nan), "g.")
