@@ -38,18 +38,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def mjwarp() -> None:
-    """MuJoCo Warp, its kernels compiled and loaded once per test session: the first env built
-    compiles them into ~/.cache/warp (minutes on a cold cache, seconds after) and every later
-    env of the session reuses them. Skips, naming the install command, without the extra."""
+def mjwarp_extra() -> None:
+    """Skips, naming the install command, where the [mjwarp] extra is not installed."""
     import importlib.util
 
     missing = [m for m in ("warp", "mujoco_warp") if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f'needs the [mjwarp] extra ({", ".join(missing)}): pip install -e ".[mjwarp]"')
-    from flashsac_bench.config.backend import BackendConfig
+
+
+@pytest.fixture(scope="session")
+def mjwarp(mjwarp_extra: None) -> None:
+    """MuJoCo Warp, its CPU kernels compiled and loaded once per test session: the first env
+    built compiles them into ~/.cache/warp (about half a minute on a cold cache, seconds after)
+    and every later env of the session reuses them."""
+    from flashsac_bench.config.backend import BackendConfig, WarpOptions
     from flashsac_bench.config.task import TaskConfig
     from flashsac_bench.envs.g1_warp import G1WalkWarp
 
-    with G1WalkWarp(TaskConfig(), BackendConfig(name="mjwarp"), 2, 0) as env:
+    backend = BackendConfig(name="mjwarp", warp=WarpOptions(device="cpu"))
+    with G1WalkWarp(TaskConfig(), backend, 2, 0) as env:
         env.step(torch.zeros(2, env.action_dim))

@@ -197,9 +197,18 @@ class G1WalkWarp(DeviceVecEnv):
         return True
 
     def metrics(self) -> dict[str, float]:
-        """Means since the previous call (episode stats: of the episodes finished meanwhile)."""
-        values = dict(zip((*_SUMS, *_EPISODE_SUMS), self.sums.tolist(), strict=True))
+        """Means since the previous call (episode stats: of the episodes finished meanwhile).
+        The one read of the device in a loop iteration that asks for it: an explicit copy and
+        wait, never an implicit synchronization."""
+        curriculum = torch.stack((self.penalty_scale, self.mean_episode_length))
+        device_values = torch.cat((self.sums, curriculum))
+        host = torch.empty(device_values.shape, dtype=_F64, pin_memory=self._device.type == "cuda")
+        host.copy_(device_values, non_blocking=True)
         self.sums.zero_()
+        if self._device.type == "cuda":
+            torch.cuda.current_stream(self._device).synchronize()
+        *sums, scale, mean = host.tolist()
+        values = dict(zip((*_SUMS, *_EPISODE_SUMS), sums, strict=True))
         steps = max(values.pop("steps"), 1.0)
         result = {k: v / steps for k, v in values.items() if k.startswith("reward/")}
         episodes = values["episodes"]
@@ -211,8 +220,8 @@ class G1WalkWarp(DeviceVecEnv):
         result.update(self._last_episode)
         result["episode/count"] = episodes
         result["episode/terminated_frac"] = values["terminated"] / episodes if episodes else 0.0
-        result["curriculum/penalty_scale"] = float(self.penalty_scale)
-        result["curriculum/mean_episode_length"] = float(self.mean_episode_length)
+        result["curriculum/penalty_scale"] = scale
+        result["curriculum/mean_episode_length"] = mean
         return result
 
     def get_state(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -84,9 +85,10 @@ class DeviceCollector:
         self._num_envs = n
         self.graphs = GraphSet()  # pack_in / pack_out; destroyed only by release()
         self._events = [torch.cuda.Event(enable_timing=True) for _ in range(3)] if self.cuda else []
-        self._pending: tuple[bool, float, float] | None = None  # want_metrics, t0, launched
+        # The submitted tick: want_metrics, and perf_counter() at its start, before and after
+        # the env step and at its end (on CUDA: when each was queued).
+        self._pending: tuple[bool, float, float, float, float] | None = None
         self._term_names: list[str] = []
-        self._out: DeviceEnvStep | None = None  # the env's output tensors (fixed addresses)
 
     # ------------------------------------------------------------------ the tick
     def _pack_in(self) -> None:
@@ -129,13 +131,25 @@ class DeviceCollector:
             self._terms = size - 1 - 3 * self._num_envs
         return self._stats
 
-    def _collect(self) -> None:
-        """One tick, eagerly or from the captured graphs (the env's own and the packing's)."""
+    def _run(self, name: str, fn: Callable[[], None]) -> None:
+        graph = self.graphs.get(name)
+        if graph is not None:
+            graph.replay()
+        else:
+            fn()
+
+    def submit(self, tick: int, want_metrics: bool) -> None:
+        """Queue tick `tick` (staging.actions_t must hold the actions, on the device): the
+        packing of its first columns, the env step, the packing of its outputs (eagerly or from
+        the captured graphs) and the copy of its statistics to the host."""
         ev = self._events
+        t0 = time.perf_counter()
         if ev:
             ev[0].record()
         self._run("pack_in", self._pack_in)
+        t1 = time.perf_counter()
         step = self.env.step(self.staging.actions_t)
+        t2 = time.perf_counter()
         if ev:
             ev[1].record()
         self._run("pack_out", lambda: self._pack_out(step))  # a graph reads the same tensors
@@ -143,32 +157,20 @@ class DeviceCollector:
         self._host.copy_(self._stats, non_blocking=True)
         if ev:
             ev[2].record()
-
-    def _run(self, name: str, fn: object) -> None:
-        graph = self.graphs.get(name)
-        if graph is not None:
-            graph.replay()
-        else:
-            fn()  # type: ignore[operator]
-
-    def submit(self, tick: int, want_metrics: bool) -> None:
-        """Queue tick `tick` (staging.actions_t must hold the actions, on the device)."""
-        t0 = time.perf_counter()
-        self._collect()
-        self._pending = (want_metrics, t0, time.perf_counter())
+        self._pending = (want_metrics, t0, t1, t2, time.perf_counter())
 
     def wait(self) -> TickResult:
         """The tick's facts, once its statistics reached the host."""
         assert self._pending is not None, "wait() without submit()"
-        want_metrics, t0, launched = self._pending
+        want_metrics, t0, t1, t2, t3 = self._pending
         self._pending = None
         ev = self._events
-        if ev:
+        if ev:  # device time (the first packing counts in the env step's span, on CUDA)
             ev[2].synchronize()
             env_ms = ev[0].elapsed_time(ev[1])
             cycle_ms = ev[0].elapsed_time(ev[2])
         else:  # a CPU device: submit ran it all
-            env_ms = cycle_ms = (launched - t0) * 1e3
+            env_ms, cycle_ms = (t2 - t1) * 1e3, (t3 - t0) * 1e3
         assert self._host is not None
         host = self._host.numpy()
         n, k = self._num_envs, self._terms
@@ -182,7 +184,6 @@ class DeviceCollector:
             episode_returns=host[1 + k + n : 1 + k + 2 * n][done].copy(),
             episode_lengths=host[1 + k + 2 * n :][done].copy(),
             env_metrics=dict(self.env.metrics()) if want_metrics else None,
-            start_ms=0.0,
         )
         result.end = time.perf_counter()
         return result
@@ -195,7 +196,7 @@ class DeviceCollector:
         s, env = self.staging, self.env
         saved = [t.clone() for t in (s.obs_t, s.critic_obs_t, s.dones_t)]
         env_state = env.get_state()
-        step = self._out = env.step(s.actions_t)
+        step = env.step(s.actions_t)
         self._term_names = list(step.reward_terms)
         self._pack_in()
         self._pack_out(step)

@@ -21,7 +21,7 @@ import torch
 from flashsac_bench.config.backend import BackendConfig, WarpOptions
 from flashsac_bench.config.task import CurriculumConfig, TaskConfig
 from flashsac_bench.envs import make_env
-from flashsac_bench.envs.api import check_device_step
+from flashsac_bench.envs.api import DeviceEnvStep, check_device_step
 from flashsac_bench.envs.batched import STATE_SPEC, BatchedMujoco
 from flashsac_bench.envs.g1_layout import G1Layout
 from flashsac_bench.envs.g1_shard import build_task_model
@@ -41,7 +41,8 @@ ROWS = ("obs", "critic_obs", "final_obs", "final_critic_obs")
 
 
 def _warp(task: TaskConfig = TASK, n: int = N, seed: int = 5):
-    return make_env(task, BackendConfig(name="mjwarp", warp=WarpOptions()), n, seed)
+    """On Warp's CPU device, also on a machine with a GPU (the GPU's tests: test_g1_warp_gpu)."""
+    return make_env(task, BackendConfig(name="mjwarp", warp=WarpOptions(device="cpu")), n, seed)
 
 
 def _cpu(task: TaskConfig = TASK, n: int = N, seed: int = 5):
@@ -87,14 +88,17 @@ def test_physics_matches_cpu_mujoco() -> None:
 
 
 def _compare_rows(warp_env, cpu_env, actions, sync: bool) -> dict[str, float]:
+    """Both envs stepped with `actions` (the CPU env first put into the Warp env's state when
+    `sync`); the largest difference of every float row, the discrete ones asserted equal."""
     worst: dict[str, float] = {}
     events = {"truncated": 0, "terminated": 0}
     for k, a in enumerate(actions):
         if sync:
             _put_cpu_state(cpu_env, warp_env)
-        sw, sc = warp_env.step(torch.as_tensor(a)), cpu_env.step(a)
+        step = warp_env.step(torch.as_tensor(a, device=warp_env.device))
         if k == 0:
-            check_device_step(warp_env, sw)
+            check_device_step(warp_env, step)
+        sw, sc = _on_host(step), cpu_env.step(a)
         for name in ("terminated", "truncated", "episode_length"):
             np.testing.assert_array_equal(
                 getattr(sw, name).numpy(), getattr(sc, name), err_msg=f"{name} at step {k}"
@@ -108,7 +112,7 @@ def _compare_rows(warp_env, cpu_env, actions, sync: bool) -> dict[str, float]:
         assert float(warp_env.penalty_scale) == cpu_env.penalty_scale, f"scale at step {k}"
     assert events["truncated"] >= 1 and events["terminated"] >= 1, events  # both kinds of reset
     counters = cpu_env._shards.shard.rng.counters.astype(np.int64)
-    np.testing.assert_array_equal(warp_env.rng.counters.numpy(), counters)
+    np.testing.assert_array_equal(warp_env.rng.counters.cpu().numpy(), counters)
     assert cpu_env.penalty_scale < TASK.curriculum.initial_scale  # the curriculum moved
     return worst
 
@@ -131,7 +135,9 @@ def test_rows_match_the_cpu_backend_free_running() -> None:
 def _put_cpu_state(cpu_env, warp_env) -> None:
     """The CPU env's physics := the Warp env's state (float32, exact in float64)."""
     phys, p = cpu_env.physics, warp_env.physics
-    qpos, qvel, warm = (t.to(torch.float64).numpy() for t in (p.qpos, p.qvel, p.qacc_warmstart))
+    qpos, qvel, warm = (
+        t.cpu().to(torch.float64).numpy() for t in (p.qpos, p.qvel, p.qacc_warmstart)
+    )
     rows = []
     for i, (m, d) in enumerate(zip(phys.models, phys.datas, strict=True)):
         d.qpos[:], d.qvel[:], d.qacc_warmstart[:] = qpos[i], qvel[i], warm[i]
@@ -150,9 +156,18 @@ def test_rows_match_the_cpu_backend_from_the_same_states() -> None:
     assert all(v < 5e-6 for k, v in worst.items() if k not in ROWS), worst
 
 
-def _snapshot(step) -> dict[str, np.ndarray]:
-    out = {k: getattr(step, k).numpy().copy() for k in vars(step) if k != "reward_terms"}
-    out.update({f"term/{k}": v.numpy().copy() for k, v in step.reward_terms.items()})
+def _on_host(step: DeviceEnvStep) -> DeviceEnvStep:
+    """A copy of the step's tensors on the host."""
+    return DeviceEnvStep(
+        **{k: v.cpu().clone() for k, v in vars(step).items() if k != "reward_terms"},
+        reward_terms={k: v.cpu().clone() for k, v in step.reward_terms.items()},
+    )
+
+
+def _snapshot(step: DeviceEnvStep) -> dict[str, np.ndarray]:
+    host = _on_host(step)
+    out = {k: getattr(host, k).numpy() for k in vars(host) if k != "reward_terms"}
+    out.update({f"term/{k}": v.numpy() for k, v in host.reward_terms.items()})
     return out
 
 

@@ -1,0 +1,85 @@
+"""backend=mjwarp on a CUDA device: what a GPU machine must show before its figures count.
+Skipped without CUDA (tests/conftest.py) or without the [mjwarp] extra.
+
+- The whole control step (Warp's physics and the task's torch ops) captures as one CUDA graph,
+  and its replays compute the eager step's bits (in MuJoCo Warp's deterministic mode; by default
+  its GPU kernels may sum in another order from one call to the next).
+- From the same states, the GPU's rows match the CPU backend's as on Warp's CPU device
+  (tolerances ten times looser: GPU float32 kernels may round otherwise than the CPU's).
+- A training run on the cudagraph path replays graphs for the env step and the packing, keeps
+  the loop free of hidden host synchronizations, and writes its summary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from flashsac_bench.cli.train import train
+from flashsac_bench.config.backend import BackendConfig, WarpOptions
+from flashsac_bench.envs import make_env
+from flashsac_bench.runner.loop import Runner
+from tests.envs.test_g1_warp import TASK, _actions, _compare_rows, _cpu, _snapshot
+from tests.fakes.runs import read_summary, tiny_config
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("mjwarp_extra")]
+
+DEVICE = "cuda:0"
+CUDA = {"name": "cuda", "device": "cuda", "dtype": "bfloat16", "matmul_precision": "high"}
+
+
+def _gpu_env(n: int = 6, deterministic: bool = False):
+    warp = WarpOptions(device=DEVICE, deterministic=deterministic)
+    return make_env(TASK, BackendConfig(name="mjwarp", warp=warp), n, 5)
+
+
+def test_the_step_captures_as_one_graph_that_replays_the_eager_step() -> None:
+    actions = torch.as_tensor(_actions(n=6, steps=40, seed=3), device=DEVICE)
+    static = torch.zeros_like(actions[0])
+    with _gpu_env(deterministic=True) as eager, _gpu_env(deterministic=True) as graph:
+        eager.reset()
+        graph.reset()
+        assert graph.capture(static) and graph.step_mode == "cuda_graph"
+        ended = 0
+        for x in actions:
+            want = _snapshot(eager.step(x))
+            static.copy_(x)
+            got = _snapshot(graph.step(static))
+            ended += int(want["terminated"].sum() + want["truncated"].sum())
+            for key in want:
+                np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+        assert ended > 0
+
+
+def test_rows_match_the_cpu_backend_from_the_same_states() -> None:
+    with _gpu_env() as w, _cpu() as c:
+        w.reset()
+        c.reset()
+        worst = _compare_rows(w, c, _actions(seed=1), sync=True)
+    rows = ("obs", "critic_obs", "final_obs", "final_critic_obs")
+    assert all(worst[name] < 1e-3 for name in rows), worst
+    assert all(v < 5e-5 for k, v in worst.items() if k not in rows), worst
+
+
+def test_a_cudagraph_run_replays_graphs_without_hidden_syncs(tmp_path, monkeypatch) -> None:
+    original = Runner._train
+
+    def strict(self, *args):
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            return original(self, *args)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    monkeypatch.setattr(Runner, "_train", strict)
+    backend = {"name": "mjwarp", "warp": {"device": "cuda"}}
+    cfg = tiny_config(num_envs=64, iterations=20, path="cudagraph", hardware=CUDA, backend=backend)
+    train(cfg, run_dir=tmp_path)
+    s = read_summary(tmp_path)
+    tc = s["training_config"]
+    assert s["complete"] and tc["env_mode"] == "device"
+    assert tc["env_step"] == "cuda_graph, packing cuda_graphs"
+    assert tc["device_steps"] == "cuda_graphs"
+    for row in s["rows_all"]:
+        assert row["env_step_ms"] > 0 and row["collector_cycle_ms"] >= row["env_step_ms"]
