@@ -3,7 +3,8 @@
     python -m flashsac_bench.evaluate checkpoint=<run dir or .pt> [key=value ...]
 
 Loads a runner checkpoint (`runner/checkpoint.py`; a run dir means its latest checkpoint),
-rebuilds the training env (task + backend of the checkpoint's config) and runs tanh(mean)
+rebuilds the training env (task + backend of the checkpoint's config; a policy trained on
+MuJoCo Warp, backend=mjwarp, in CPU MuJoCo, the reference physics) and runs tanh(mean)
 rollouts (`FlashSACLearner.act_deterministic`) until every env has finished its share of
 `episodes` episodes, so short episodes are not over-represented. Per episode: return, length,
 whether it terminated, the command, linear / angular velocity tracking errors and the tracking
@@ -102,6 +103,8 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
     num_envs = min(ec.num_envs, ec.episodes)
     backend = cfg.backend
+    if backend.name == "mjwarp":  # a MuJoCo Warp policy is judged in the reference physics
+        backend = dataclasses.replace(backend, name="mujoco", warp=None)
     if ec.threads > 0:
         backend = dataclasses.replace(backend, mode="threads", workers=0, num_threads=ec.threads)
     elif backend.workers > num_envs:  # training's worker count, for fewer envs here
