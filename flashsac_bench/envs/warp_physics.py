@@ -164,13 +164,14 @@ class WarpPhysics:
         self._nsub = nsub
         graphs = {}
         try:
-            for name, body in (("substeps", self._substeps), ("stages", self._stages)):
-                with self._scope() as stream:
-                    wp.capture_begin(device=self.wp_device, stream=stream)
-                    try:
-                        body()
-                    finally:
-                        graphs[name] = wp.capture_end(device=self.wp_device, stream=stream)
+            with self._capture_stream():
+                for name, body in (("substeps", self._substeps), ("stages", self._stages)):
+                    with self._scope() as stream:
+                        wp.capture_begin(device=self.wp_device, stream=stream)
+                        try:
+                            body()
+                        finally:
+                            graphs[name] = wp.capture_end(device=self.wp_device, stream=stream)
         except Exception as err:  # noqa: BLE001 - a failed capture leaves the eager launches
             log.warning(
                 "MuJoCo Warp graph capture failed (%s: %s); stepping eagerly",
@@ -180,6 +181,21 @@ class WarpPhysics:
             return False
         self._graphs = graphs
         return True
+
+    @contextlib.contextmanager
+    def _capture_stream(self) -> Iterator[None]:
+        """On CUDA a side stream, ordered after the current one, is torch's current stream
+        meanwhile: CUDA cannot capture on the default stream. The graphs replay on whichever
+        stream is current then."""
+        if not self.wp_device.is_cuda:
+            yield
+            return
+        current = torch.cuda.current_stream(self.device)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            yield
+        current.wait_stream(side)
 
     @contextlib.contextmanager
     def external_capture(self) -> Iterator[None]:
