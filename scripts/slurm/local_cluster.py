@@ -145,6 +145,7 @@ class LocalCluster:
         ClusterUnavailableError (every daemon already stopped again) when that fails."""
         reason = unavailable_reason()
         if reason:
+            self.stop()  # removes the temporary folder
             raise ClusterUnavailableError(reason)
         try:
             self._write_files()
