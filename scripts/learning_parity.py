@@ -12,7 +12,7 @@ path=compile,cudagraph run.seed=1,2,3`), analysed only:
     python scripts/learning_parity.py --analyze outputs/multirun/<date>/<time> --out parity_h200
 
 Every run is composed exactly as `python -m flashsac_bench +experiment=<preset> path=<p>
-run.seed=<s> run.iterations=<N> run.tensorboard=true [--override ...]` composes it (Hydra compose,
+run.seed=<s> run.iterations=<N> logger=tensorboard [--override ...]` composes it (Hydra compose,
 `to_config`, `cli.train.train`) into OUT/runs/<path>_s<seed>/; a complete run with the same
 settings is reused (--fresh re-runs). Curves come from each run's summary.json `rows_all`
 (reward/mean, mean episode length / return of the last 100 episodes, wall-clock) and its

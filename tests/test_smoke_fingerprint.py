@@ -56,7 +56,7 @@ def fingerprint(path: str) -> dict[str, str]:
             f"run.iterations={ITERATIONS}",
             f"path={path}",
             "run.progress=plain",
-            "run.tensorboard=false",
+            "logger=none",
             f"hydra.run.dir={tmp}",
         ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)

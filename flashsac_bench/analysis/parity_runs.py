@@ -177,7 +177,7 @@ def run_grid(args: argparse.Namespace, out: Path) -> list[Path]:
                     f"path={path}",
                     f"run.seed={seed}",
                     f"run.iterations={args.iterations}",
-                    "run.tensorboard=true",
+                    "logger=tensorboard",
                     *args.override,
                 ]
                 dirs.append(run_dir)

@@ -102,6 +102,8 @@ def _unknown_key(key: str, detail: str, parent: type | None = None) -> str:
     import difflib
     from dataclasses import fields, is_dataclass
 
+    from flashsac_bench.config.keys import unknown_key_hint
+
     close = None
     if isinstance(parent, type) and is_dataclass(parent):
         *parents, leaf = key.split(".")
@@ -112,8 +114,7 @@ def _unknown_key(key: str, detail: str, parent: type | None = None) -> str:
         from flashsac_bench.config.root import Config
 
         close = suggest(key, Config())
-    hint = f" (did you mean {close}?)" if close else ""
-    return f"unknown key {key}{hint}: {detail}"
+    return f"unknown key {key}{unknown_key_hint(key, close)}: {detail}"
 
 
 def describe(err: BaseException) -> tuple[str, int] | None:

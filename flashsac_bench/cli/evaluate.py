@@ -11,6 +11,9 @@ whether it terminated, the command, linear / angular velocity tracking errors an
 rewards (the env's weighted reward terms, and as a fraction of their maximum). Writes
 `eval.json` and, with render=true, `eval.gif` (one episode of env `render_env`, tracking camera)
 and `eval_strip.png` (a few of its frames side by side) into `out_dir` (default: the run dir).
+A checkpoint whose training ran with logger=wandb also gets its evaluation in that W&B run (the
+GIF as the media eval/rollout, the goals as eval/* values, at the checkpoint's iteration);
+wandb=false keeps it to eval.json.
 `robustness=true` (or a list) adds conditions no training run saw, each reported in eval.json:
 a push, link masses x0.8 / x1.2, commands at the edges of the training ranges
 (flashsac_bench/evaluation/robustness.py).
@@ -222,9 +225,42 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
             rendered = {"ok": False}
     report["render"] = rendered
     report["wall_s"] = time.perf_counter() - t0
+    saved = wandb_state(ec, trained.payload, cfg)
+    if saved is not None:
+        report["wandb_run_id"] = saved["wandb_run_id"]  # the W&B run it goes to
     write_json(out_dir / EVAL_NAME, report)
     report["path"] = str(out_dir / EVAL_NAME)
+    if saved is not None:  # after eval.json: the evaluation stands whatever W&B does
+        _log_to_wandb(trained, report, saved)
     return report
+
+
+def wandb_state(ec: EvalConfig, payload: dict[str, Any], cfg: Any) -> dict[str, Any] | None:
+    """The W&B run (a checkpoint's logger state) this evaluation goes to: the checkpoint's own
+    when its training ran with logger=wandb (and wandb=true here); else None."""
+    saved = payload.get("logger")
+    if not ec.wandb or cfg.logger.name != "wandb" or not isinstance(saved, dict):
+        return None
+    return saved if isinstance(saved.get("wandb_run_id"), str) else None
+
+
+def _log_to_wandb(trained: Any, report: dict[str, Any], saved: dict[str, Any]) -> None:
+    """The GIF as media eval/rollout and the goals as eval/* values, at the checkpoint's
+    iteration, in the training's W&B run."""
+    from flashsac_bench.evaluation.trained import run_dir_of
+    from flashsac_bench.runner.loggers import log_to_saved_wandb_run
+
+    goals = report["goals"]
+    points = {
+        "eval/episode_length_mean": goals["episode_length_mean"],
+        "eval/lin_vel_tracking_frac": goals["lin_vel_tracking_frac_mean"],
+        "eval/return_mean": report["summary"]["return"]["mean"],
+    }
+    points = {k: float(v) for k, v in points.items() if v is not None}
+    gif = report["render"].get("gif") if report["render"].get("ok") else None
+    run_dir = run_dir_of(trained.checkpoint)
+    _say(f"logging the evaluation to W&B run {saved['wandb_run_id']} ...")
+    log_to_saved_wandb_run(run_dir, saved, trained.iteration, points, Path(gif) if gif else None)
 
 
 def _device(device: str) -> str:
@@ -296,6 +332,16 @@ def _check(ec: EvalConfig) -> None:
     out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(path)
     if problem := probe_writable(out_dir):
         raise ConfigError(problem.replace("the run dir", "out_dir"))
+    if wandb_state(ec, payload, cfg) is not None:
+        from flashsac_bench.config.logger import LoggerConfig
+
+        try:
+            LoggerConfig(name="wandb").check_available()
+        except ConfigError as err:
+            raise ConfigError(
+                f"the checkpoint's run logged to W&B, and its evaluation goes there too: {err}; "
+                "wandb=false evaluates without it"
+            ) from None
 
 
 def _job(ec: EvalConfig, composed: dict[str, Any]) -> int:
@@ -316,6 +362,8 @@ def _job(ec: EvalConfig, composed: dict[str, Any]) -> int:
     if report["render"].get("ok"):
         print(f"video: {report['render']['gif']}  strip: {report['render']['strip']}")
     print(f"report: {report['path']}")
+    if report.get("wandb_run_id"):
+        print(f"W&B: run {report['wandb_run_id']} (eval/rollout, eval/*)")
     return 0
 
 

@@ -145,9 +145,11 @@ def check_memory(config: Config, model: Any | None = None) -> None:
 
 
 def check_runtime(config: Config, env_factory: EnvFactory | None = None) -> None:
-    """Device availability, the env factory (FLASHSAC_BENCH_ENV_FACTORY) and, for the built-in
-    env, the backend's packages and the model file. Raises a ConfigError subclass."""
+    """Device availability, the logger's package (and W&B login), the env factory
+    (FLASHSAC_BENCH_ENV_FACTORY) and, for the built-in env, the backend's packages and the model
+    file. Raises a ConfigError subclass."""
     config.hardware.check_available()
+    config.logger.check_available()  # logger=wandb without its extra: the pip command
     resolve_env_factory(env_factory)
     if env_factory_is_default(env_factory):
         config.backend.check_available()  # backend=mjwarp without its extra: the pip command

@@ -61,6 +61,29 @@ def _optional_dataclass(schema: Any, key: str) -> Any:
     return None
 
 
+# Keys that became other options: a command that still names one is told where it went, and a
+# config written with one (an older checkpoint's) reads as that option (`upgrade_moved_keys`).
+MOVED = {"run.tensorboard": "the logger group: logger=tensorboard, logger=wandb or logger=none"}
+
+
+def upgrade_moved_keys(composed: dict[str, Any]) -> dict[str, Any]:
+    """`composed` (a plain composed config, changed in place) with every MOVED key as the option
+    it became: run.tensorboard true / false -> logger.name tensorboard / none."""
+    run = composed.get("run")
+    if isinstance(run, dict) and "tensorboard" in run:
+        logged = run.pop("tensorboard")
+        composed.setdefault("logger", {"name": "tensorboard" if logged else "none"})
+    return composed
+
+
+def unknown_key_hint(key: str, close: str | None) -> str:
+    """What follows an unknown key in its error: where it went when it moved (MOVED), else its
+    closest sibling `close` when there is one."""
+    if key in MOVED:
+        return f" (now {MOVED[key]})"
+    return f" (did you mean {close}?)" if close else ""
+
+
 def suggest(key: str, schema: Any) -> str | None:
     """The closest sibling of an unknown dotted key (for 'did you mean ...?')."""
     *parents, leaf = key.split(".")

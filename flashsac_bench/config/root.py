@@ -8,8 +8,9 @@ from omegaconf import DictConfig, OmegaConf
 from flashsac_bench.config.backend import BackendConfig, same_device
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
-from flashsac_bench.config.keys import suggest, unknown_keys
+from flashsac_bench.config.keys import suggest, unknown_key_hint, unknown_keys
 from flashsac_bench.config.learner import LearnerConfig
+from flashsac_bench.config.logger import LoggerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.run import ReplayConfig, RunConfig
 from flashsac_bench.config.task import TaskConfig
@@ -26,6 +27,7 @@ class Config:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
 
     def __post_init__(self) -> None:
         # Cross-group rules: combinations that each group alone cannot see.
@@ -103,7 +105,6 @@ def _refuse_unknown_keys(cfg: DictConfig) -> None:
         return
     hints = []
     for key in unknown:
-        close = suggest(key, schema)
-        hints.append(f"{key} (did you mean {close}?)" if close else key)
+        hints.append(key + unknown_key_hint(key, suggest(key, schema)))
     noun = "key" if len(unknown) == 1 else "keys"
     raise ConfigError(f"unknown {noun} {', '.join(hints)}: not in the config schema")

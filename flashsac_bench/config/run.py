@@ -57,7 +57,6 @@ class RunConfig:
     background_checkpoints: bool = True
     # Path of a checkpoint to continue from.
     resume: str | None = None
-    tensorboard: bool = True
     # "auto": a live Rich line on a terminal, plain log lines otherwise; "rich"; "plain".
     progress: str = "auto"
     log_every: int = 10

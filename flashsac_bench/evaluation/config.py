@@ -48,6 +48,10 @@ class EvalConfig:
     robustness: Any = False
     push_step: int = 150  # the episode step the push acts in (50 Hz: 3 s into the episode)
     push_velocity: list[float] = field(default_factory=lambda: [0.0, 0.75, 0.0])  # m/s, world
+    # A checkpoint whose training ran with logger=wandb: the evaluation also goes to that W&B
+    # run (the GIF as media eval/rollout, the goals as eval/* values, at the checkpoint's
+    # iteration). false: eval.json only. (Not `logger`: that names the training's config group.)
+    wandb: bool = True
 
     def __post_init__(self) -> None:
         # ConfigError: one line on the command line (flashsac_bench.cli.errors). Everything

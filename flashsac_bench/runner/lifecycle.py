@@ -167,6 +167,7 @@ def checkpoint_snapshot(
         "training_config": copy.deepcopy(records.info.training_config),
         "config": copy.deepcopy(records.info.composed),
         "model": records.info.model,
+        "logger": records.scalars.state(),  # the W&B run a resume continues
     }
     return path, payload
 

@@ -186,7 +186,7 @@ class Runner:
             env, staging, c, self.collector_timeout_s, startup, closing
         )
         tc["env_step"] = collector.mode
-        self.records.open_scalars(self.run_dir / "tb" if c.run.tensorboard else None)
+        self.records.open_logger()  # TensorBoard, W&B (a resumed run continues its W&B run)
         closing.callback(self.records.scalars.close)
         lifecycle.report_start(self.records, self.threshold)
         return Parts(env, learner, staging, steps, collector)

@@ -1,4 +1,4 @@
-"""What a run records: one row per iteration, the episode windows, the TensorBoard scalars, the
+"""What a run records: one row per iteration, the episode windows, the logged scalars, the
 progress line, and summary.json made of them together with the run's description and status.
 
 Iteration k's row is built during iteration k+1, while the envs step (`defer`, then
@@ -21,6 +21,7 @@ from flashsac_bench.config.root import Config
 from flashsac_bench.learner.state import METRICS
 from flashsac_bench.runner.collector import TickResult
 from flashsac_bench.runner.liveness import HEARTBEAT_EVERY_S, HEARTBEAT_NAME, writer_identity
+from flashsac_bench.runner.loggers import open_sink
 from flashsac_bench.runner.progress import Progress
 from flashsac_bench.runner.resume import resume_command
 from flashsac_bench.runner.scalars import Scalars
@@ -134,7 +135,9 @@ class Records:
         self.returns: deque[float] = deque(maxlen=EPISODE_WINDOW)
         self.lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
         self.deferred: DeferredRow | None = None  # the last iteration, its row not built yet
-        self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_scalars
+        self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_logger
+        # The logger state of the checkpoint this run continues (its W&B run id).
+        self.logger_saved: dict[str, Any] | None = None
         self.loop_t0: float | None = None
         self.setup_s: float | None = None  # runner start -> first iteration (this segment)
         # Loop seconds of the segments before a resume: rows' time_s runs on across resumes,
@@ -145,8 +148,16 @@ class Records:
         self._window_dead = 0  # dead ticks (dead_tick) in the window
         self._env_metrics: dict[str, float] = {}
 
-    def open_scalars(self, log_dir: Path | None) -> None:
-        self.scalars = Scalars(log_dir, self.num_envs)
+    def open_logger(self) -> None:
+        """The run's logger (config group `logger`), continuing a resumed run's W&B run."""
+        sink = open_sink(
+            self.cfg.logger.name,
+            self.run_dir,
+            self.info.composed,
+            self.logger_saved,
+            lambda: self.state.status,
+        )
+        self.scalars = Scalars(sink, self.num_envs)
 
     # ------------------------------------------------------------------ rows
     def add_tick(self, tick: TickResult) -> None:
@@ -278,6 +289,8 @@ class Records:
         self.returns.extend(state["episodes"]["returns"])
         self.lengths.extend(state["episodes"]["lengths"])
         self.rows_all = list(state["rows_all"])
+        saved = state.get("logger")
+        self.logger_saved = saved if isinstance(saved, dict) else None
         last = self.rows_all[-1].get("time_s") if self.rows_all else None
         self.time_offset_s = float(last) if isinstance(last, int | float) else 0.0
 
@@ -303,6 +316,7 @@ class Records:
                 "heartbeat_every_s": HEARTBEAT_EVERY_S,
             },
             "run_dir": str(self.run_dir),
+            "logger": self.scalars.describe(),
             "config": info.composed,
             "device": info.device,
             "git": info.git,

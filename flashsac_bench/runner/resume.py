@@ -49,7 +49,7 @@ RESUME_MAY_CHANGE: dict[str, str] = {
     "run.background_checkpoints": "periodic checkpoints written inline or by a background thread",
     "run.log_every": "logging / TensorBoard cadence",
     "run.progress": "progress display",
-    "run.tensorboard": "TensorBoard scalars on / off",
+    "logger.name": "where the scalars go: TensorBoard, W&B or nowhere",
     "run.summary_last": "which rows summary.json's statistics use",
     "run.skip_first": "which rows summary.json's statistics use",
     # Every env computes the same numbers in any layout (per-env random streams, row-wise math:
@@ -319,8 +319,9 @@ def recheck_locked(plan: ResumePlan, run_dir: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- earlier runs
-# What a run writes into its run dir besides checkpoints/ (Hydra's .hydra/ and log are Hydra's).
-EARLIER_ATTEMPT_FILES = (SUMMARY_NAME, HEARTBEAT_NAME, "tb")
+# What a run writes into its run dir besides checkpoints/ (Hydra's .hydra/ and log are Hydra's):
+# its summary, heartbeat and logger folders (TensorBoard's tb/, W&B's wandb/).
+EARLIER_ATTEMPT_FILES = (SUMMARY_NAME, HEARTBEAT_NAME, "tb", "wandb")
 
 
 def earlier_outputs(run_dir: Path) -> list[str]:

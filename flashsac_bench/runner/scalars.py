@@ -1,13 +1,14 @@
-"""TensorBoard scalars under UniLab's names (unilab.md §1.5, optimization repo §3.4)."""
+"""The logged scalars under UniLab's names (unilab.md §1.5, optimization repo §3.4), the same
+for every logger (TensorBoard, W&B)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from flashsac_bench.runner.loggers import Sink
 from flashsac_bench.runner.timing import window_mean
 
-# row key -> TensorBoard tag
+# row key -> logged tag
 TAGS = {
     "learner_train_ms": "timing/learner_train_ms",
     "collector_cycle_ms": "perf/collector_cycle_ms",
@@ -39,31 +40,38 @@ TAGS = {
 
 
 class Scalars:
-    """Writes one point per logging window (the mean of the window's finalized rows)."""
+    """One point per logging window (the means of the window's finalized rows) into the run's
+    logger (runner.loggers: TensorBoard, W&B, or none), under the names above."""
 
-    def __init__(self, log_dir: Path | None, num_envs: int) -> None:
+    def __init__(self, sink: Sink | None, num_envs: int) -> None:
         self.num_envs = num_envs
-        self.writer: Any = None
-        if log_dir is not None:
-            from torch.utils.tensorboard import SummaryWriter
+        self.sink = sink
 
-            self.writer = SummaryWriter(log_dir=str(log_dir), flush_secs=10)
-
-    def write(self, rows: list[dict[str, Any]], extra: dict[str, float]) -> None:
-        if self.writer is None or not rows:
-            return
-        step = int(rows[-1]["iteration"])
+    def points(self, rows: list[dict[str, Any]], extra: dict[str, float]) -> dict[str, float]:
+        """The window's point: every tag that has a value, then the window's extra tags."""
+        out: dict[str, float] = {}
         for key, tag in TAGS.items():
             value = window_mean(rows, key)
             if value is not None:
-                self.writer.add_scalar(tag, value, step)
+                out[tag] = value
         iter_ms = window_mean(rows, "iter_ms")
         if iter_ms:
-            self.writer.add_scalar("perf/env_steps_per_s", self.num_envs * 1e3 / iter_ms, step)
-        for tag, value in extra.items():
-            self.writer.add_scalar(tag, value, step)
+            out["perf/env_steps_per_s"] = self.num_envs * 1e3 / iter_ms
+        out.update(extra)
+        return out
+
+    def write(self, rows: list[dict[str, Any]], extra: dict[str, float]) -> None:
+        if self.sink is None or not rows:
+            return
+        self.sink.write(int(rows[-1]["iteration"]), self.points(rows, extra))
+
+    def state(self) -> dict[str, Any]:
+        return self.sink.state() if self.sink is not None else {"name": "none"}
+
+    def describe(self) -> dict[str, Any]:
+        return self.sink.describe() if self.sink is not None else {"name": "none"}
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        if self.sink is not None:
+            self.sink.close()
+            self.sink = None

@@ -22,9 +22,9 @@ TINY_RUN = {
         "num_envs": 4,
         "iterations": 12,
         "progress": "plain",
-        "tensorboard": False,
         "log_every": 4,
     },
+    "logger": {"name": "none"},
 }
 
 

@@ -23,6 +23,7 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.evaluation.policy import DeterministicActor
 from flashsac_bench.evaluation.trained import load_trained_learner
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
+from flashsac_bench.runner.checkpoint import save_checkpoint
 
 DIMS = Dims(obs=9, critic_obs=11, action=4)
 NUM_ENVS, BATCH = 4, 8
@@ -124,6 +125,21 @@ def test_exports_of_a_runner_checkpoint_act_like_the_learner_that_trained(traine
         )
     )
     assert (fresh(obs) - expected).abs().max().item() > 1e-3  # the checkpoint mattered
+
+
+@pytest.mark.parametrize("tensorboard", [True, False])
+def test_a_checkpoint_written_with_run_tensorboard_still_loads(trained_run, tmp_path, tensorboard):
+    # The config as checkpoints held it before the logger group: run.tensorboard, no logger.
+    payload = torch.load(trained_run.checkpoint, map_location="cpu", weights_only=True)
+    del payload["config"]["logger"], payload["logger"]
+    payload["config"]["run"]["tensorboard"] = tensorboard
+    (tmp_path / "checkpoints").mkdir()
+    old = save_checkpoint(tmp_path / "checkpoints" / trained_run.checkpoint.name, payload)
+    trained = load_trained_learner(old)
+    assert trained.config.logger.name == ("tensorboard" if tensorboard else "none")
+    obs = torch.randn(8, 98, generator=torch.Generator().manual_seed(0))
+    expected = trained_run.learner.act_deterministic(obs)
+    assert (trained.learner.act_deterministic(obs) - expected).abs().max().item() <= TOL
 
 
 def test_export_cli(trained_run, tmp_path):

@@ -74,7 +74,7 @@ def test_resume_refuses_a_changed_model_file(restored, tmp_path):
         "hardware=cpu", "hardware.torch_threads=1", "backend.num_threads=1",
         "learner.actor_hidden_dim=16", "learner.critic_hidden_dim=16", "learner.num_atoms=11",
         "replay.batch_size=32", "replay.replay_buffer_n=16", "replay.learning_starts=2",
-        "run.num_envs=4", "run.iterations=20", "run.progress=plain", "run.tensorboard=false",
+        "run.num_envs=4", "run.iterations=20", "run.progress=plain", "logger=none",
         "run.log_every=4", f"task.model_file={model_file}", f"run.resume={run_dir}",
         f"hydra.run.dir={run_dir}",
     ]  # fmt: skip

@@ -28,6 +28,7 @@ def tiny_config(
     path: str = "eager",
     hardware: dict[str, Any] | None = None,
     backend: dict[str, Any] | None = None,
+    logger: str = "none",
     **run: Any,
 ) -> Config:
     ups = {"u2": 2, "u8": 8}[update]
@@ -50,9 +51,9 @@ def tiny_config(
                 "summary_last": 1000,
                 "log_every": 4,
                 "progress": "plain",
-                "tensorboard": False,
                 **run,
             },
+            "logger": {"name": logger},
         }
     )
 

@@ -24,7 +24,7 @@ def _events(run_dir):
 
 
 def test_a_fresh_run_refuses_a_dir_holding_an_earlier_run(tmp_path):
-    train(tiny_config(iterations=6, tensorboard=True), run_dir=tmp_path, env_factory=make_env)
+    train(tiny_config(iterations=6, logger="tensorboard"), run_dir=tmp_path, env_factory=make_env)
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
     assert earlier_outputs(tmp_path) == [
         "summary.json",
@@ -32,7 +32,9 @@ def test_a_fresh_run_refuses_a_dir_holding_an_earlier_run(tmp_path):
         "TensorBoard events in tb/",
     ]
     with pytest.raises(RunDirInUseError, match="holds an earlier run's outputs .*run.resume=auto"):
-        train(tiny_config(iterations=6, tensorboard=True), run_dir=tmp_path, env_factory=make_env)
+        train(
+            tiny_config(iterations=6, logger="tensorboard"), run_dir=tmp_path, env_factory=make_env
+        )
     # refused before any work: nothing written, nothing removed
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before
 
@@ -47,7 +49,7 @@ def test_each_kind_of_earlier_output_counts(tmp_path, leftover):
 
 def test_auto_sets_an_attempt_without_checkpoint_aside(tmp_path):
     # An attempt killed before its first checkpoint: its summary and events, no checkpoint.
-    train(tiny_config(iterations=6, tensorboard=True), run_dir=tmp_path, env_factory=make_env)
+    train(tiny_config(iterations=6, logger="tensorboard"), run_dir=tmp_path, env_factory=make_env)
     for ckpt in (tmp_path / "checkpoints").iterdir():
         ckpt.unlink()
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -55,8 +57,10 @@ def test_auto_sets_an_attempt_without_checkpoint_aside(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     old_summary = (tmp_path / "summary.json").read_text()
     old_events = _events(tmp_path)
+    # as a logger=wandb attempt leaves its W&B run's folder
+    (tmp_path / "wandb" / "offline-run-1").mkdir(parents=True)
     train(
-        tiny_config(iterations=6, tensorboard=True, resume="auto"),
+        tiny_config(iterations=6, logger="tensorboard", resume="auto"),
         run_dir=tmp_path,
         env_factory=make_env,
     )
@@ -65,6 +69,7 @@ def test_auto_sets_an_attempt_without_checkpoint_aside(tmp_path):
     aside = tmp_path / "earlier_attempt_1"
     assert (aside / "summary.json").read_text() == old_summary
     assert _events(aside) == old_events
+    assert (aside / "wandb" / "offline-run-1").is_dir() and not (tmp_path / "wandb").exists()
     new_events = _events(tmp_path)
     assert len(new_events) == 1 and new_events != old_events
     assert s["iterations_done"] == 6
@@ -88,12 +93,12 @@ def test_the_cli_names_the_dir_in_one_line(tmp_path):
 
 
 def test_auto_skips_a_complete_run_whose_checkpoints_were_deleted(tmp_path):
-    cfg = tiny_config(iterations=6, tensorboard=True)
+    cfg = tiny_config(iterations=6, logger="tensorboard")
     train(cfg, run_dir=tmp_path, env_factory=make_env)
     for ckpt in (tmp_path / "checkpoints").iterdir():
         ckpt.unlink()  # as the device scripts do: they hold the whole replay ring
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    auto = tiny_config(iterations=6, tensorboard=True, resume="auto")
+    auto = tiny_config(iterations=6, logger="tensorboard", resume="auto")
     train(auto, run_dir=tmp_path, env_factory=make_env)
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before
     assert not list(tmp_path.glob("earlier_attempt_*"))
@@ -101,12 +106,14 @@ def test_auto_skips_a_complete_run_whose_checkpoints_were_deleted(tmp_path):
 
 @pytest.mark.parametrize("change", ["more_iterations", "other_seed"])
 def test_auto_reruns_it_when_the_config_asks_for_something_else(tmp_path, change):
-    train(tiny_config(iterations=6, tensorboard=True), run_dir=tmp_path, env_factory=make_env)
+    train(tiny_config(iterations=6, logger="tensorboard"), run_dir=tmp_path, env_factory=make_env)
     for ckpt in (tmp_path / "checkpoints").iterdir():
         ckpt.unlink()
     kw = {"iterations": 8} if change == "more_iterations" else {"iterations": 6, "seed": 2}
     train(
-        tiny_config(tensorboard=True, resume="auto", **kw), run_dir=tmp_path, env_factory=make_env
+        tiny_config(logger="tensorboard", resume="auto", **kw),
+        run_dir=tmp_path,
+        env_factory=make_env,
     )
     assert (tmp_path / "earlier_attempt_1" / "summary.json").is_file()
     assert read_summary(tmp_path)["iterations_done"] == kw["iterations"]

@@ -30,7 +30,7 @@ class _LearnsToTrack(FakeEnv):
 def _run(tmp_path, stop: bool, monkeypatch):
     # The fake's episodes last at most 12 steps: a lower length threshold makes it reachable.
     monkeypatch.setattr(run_config, "WALK_EPISODE_LENGTH", 4.0)
-    cfg = tiny_config(iterations=120, stop_at_walk=stop, tensorboard=True)
+    cfg = tiny_config(iterations=120, stop_at_walk=stop, logger="tensorboard")
     top = cfg.task.rewards.tracking_lin_vel * cfg.task.ctrl_dt
 
     def make(task, backend, num_envs, seed):
