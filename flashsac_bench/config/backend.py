@@ -43,10 +43,11 @@ class WarpOptions:
     # Where the worlds run: the learner's device (hardware.device), where the transitions stay;
     # "auto" follows it (Warp's CPU device on a CPU learner: for testing only).
     device: str = "auto"
-    # Contacts allocated per world and constraint rows per world (MuJoCo Warp allocates its
-    # buffers once): enough for a G1 lying on the floor; too few drops contacts.
+    # Contacts and constraint rows allocated per world (MuJoCo Warp allocates its buffers once):
+    # enough for a G1 lying on the floor (four rows per pyramidal contact, plus joint limits and
+    # friction); too few drops contacts or rows, and MuJoCo Warp prints an overflow warning.
     nconmax: int = 48
-    njmax: int = 256
+    njmax: int = 384
     # MuJoCo Warp's deterministic mode (stable contact order, canonical constraint rows,
     # order-invariant atomic sums), so that a GPU run of one seed, or a resume, can repeat bit
     # for bit, at a cost. Off: GPU results vary in their last bits from run to run. Warp's CPU

@@ -111,6 +111,7 @@ class WarpPhysics:
         self._nsub = 1
         self._graphs: dict[str, Any] = {}
         self._external = False  # inside a caller's capture: launch, never replay
+        self._streams: dict[int, Any] = {}  # CUDA stream handle -> its one Warp stream
 
     # -- stepping -------------------------------------------------------------------------------
 
@@ -122,9 +123,21 @@ class WarpPhysics:
             if not self.wp_device.is_cuda:
                 yield None
                 return
-            stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+            stream = self._warp_stream()
             with wp.ScopedStream(stream, sync_enter=False):
                 yield stream
+
+    def _warp_stream(self) -> Any:
+        """The one Warp stream of torch's current CUDA stream, kept while the physics lives.
+        Warp knows a capture by its stream object (`wp.capture_if` inside a step looks it up)
+        and forgets a CUDA stream when any wrapper of it is freed, so a fresh wrapper per call
+        would break a capture in progress."""
+        torch_stream = torch.cuda.current_stream(self.device)
+        key = int(torch_stream.cuda_stream)
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = self._wp.stream_from_torch(torch_stream)
+        return stream
 
     def _substeps(self) -> None:
         mjw, m, d = self._mjw, self.m, self.d
@@ -202,7 +215,7 @@ class WarpPhysics:
         """Inside a caller's torch CUDA-graph capture on the current stream: record the Warp
         launches into it (Warp's own graphs are not replayed meanwhile)."""
         wp = self._wp
-        stream = wp.stream_from_torch(torch.cuda.current_stream(self.device))
+        stream = self._warp_stream()
         wp.capture_begin(
             device=self.wp_device,
             stream=stream,
@@ -264,3 +277,4 @@ class WarpPhysics:
 
     def close(self) -> None:
         self._graphs = {}
+        self._streams = {}

@@ -72,13 +72,23 @@ def describe_env(env: VecEnv | DeviceVecEnv, tc: dict[str, Any], cuda: bool) -> 
         warn_oversubscription(tc["env_workers"] or tc["env_threads"])
 
 
+def same_device(a: torch.device, b: torch.device) -> bool:
+    """Whether two torch devices are one ("cuda" is the current CUDA device, e.g. cuda:0)."""
+    if a.type != b.type:
+        return False
+    if a.type != "cuda":
+        return True
+    current = torch.cuda.current_device() if a.index is None or b.index is None else None
+    return (current if a.index is None else a.index) == (current if b.index is None else b.index)
+
+
 def build_staging(
     env: VecEnv | DeviceVecEnv, learner: FlashSACLearner, num_envs: int
 ) -> Staging | DeviceStaging:
     """Host staging (pinned for a CUDA learner), or staging on the device for a device env."""
     layout = learner.ring.layout
     if isinstance(env, DeviceVecEnv):
-        if env.device != learner.device:
+        if not same_device(env.device, learner.device):
             raise ValueError(f"the env runs on {env.device}, the learner on {learner.device}")
         return DeviceStaging(layout, num_envs, learner.device)
     return Staging(layout, num_envs, pin=learner.device.type == "cuda")

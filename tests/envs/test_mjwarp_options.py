@@ -26,7 +26,7 @@ def test_the_preset_composes_with_its_own_options() -> None:
     c = _config("backend=mjwarp", "hardware=cpu", "+experiment=smoke")
     assert c.backend.name == "mjwarp"
     # "auto" follows the learner: Warp's CPU device here, also on a machine with a GPU
-    assert c.backend.warp == WarpOptions(device="cpu", nconmax=48, njmax=256)
+    assert c.backend.warp == WarpOptions(device="cpu", nconmax=48, njmax=384)
     assert _config().backend.warp is None  # the default config carries no Warp option
 
 
