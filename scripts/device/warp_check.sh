@@ -10,7 +10,7 @@
 #       evaluated in CPU MuJoCo (16 episodes of 1000 steps); the iteration's split from the rows
 source scripts/device/setup.sh
 source scripts/device/lib.sh
-WHAT=${1:-tests}; DEADLINE=${2:-560}
+WHAT=${1:-tests}; DEADLINE=${2:-560}; shift 2 || shift $#  # the rest: Hydra overrides (walk)
 W=/tmp/warp_check/$WHAT; mkdir -p $W/logs
 exec > >(tee -a "$OUT/warp_$WHAT.log") 2>&1
 export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri  # shared by the calls
@@ -18,8 +18,11 @@ python3 -c "import warp, mujoco_warp; print('warp', warp.__version__)" || exit 2
 
 case $WHAT in
 tests)
-  step warp_gpu_tests 60 python3 -m pytest -q -p no:cacheprovider -m gpu tests/envs/test_g1_warp_gpu.py
-  tail -n 30 $W/logs/warp_gpu_tests.log
+  # no log capture: a failure's own text, not pages of torch's debug records
+  step warp_gpu_tests 60 python3 -m pytest -q -p no:cacheprovider -p no:logging -m gpu \
+    tests/envs/test_g1_warp_gpu.py
+  cp $W/logs/warp_gpu_tests.log $OUT/
+  grep -E "^(E |FAILED|ERROR)|passed|failed" $W/logs/warp_gpu_tests.log | tail -n 40
   ;;
 env)
   step mjwarp 120 python3 scripts/bench_env.py --backend mjwarp --warp-device cuda \
