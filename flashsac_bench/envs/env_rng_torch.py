@@ -1,11 +1,11 @@
 """The per-env random streams of `env_rng` as torch tensor ops on the physics' device.
 
 The twin of `env_rng.EnvStreams` for the MuJoCo Warp backend: the same keys, counters and
-lowbias32 hash, so env i of seed s draws the same numbers on both backends (the same resets,
-commands and observation noise; tests/envs/test_env_rng_torch.py holds every value equal, bit
-for bit, to the numpy original). The hash is integer arithmetic on int64 tensors holding
-values in [0, 2**32), each product split so that no intermediate exceeds 2**49: exact on every
-device, no overflow. The keys are made once by the numpy original.
+lowbias32 hash (`flashsac_bench.lowbias32`, the learner RNG's too), so env i of seed s draws the
+same numbers on both backends (the same resets, commands and observation noise;
+tests/envs/test_env_rng_torch.py holds every value equal, bit for bit, to the numpy original).
+The hash is exact integer arithmetic on int64 tensors on every device. The keys are made once by
+the numpy original.
 
 A device env draws for every env at once (no data-dependent shapes: the step can be captured as
 a CUDA graph) and advances only the counters of the rows that use their draw (`advance`), so
@@ -18,28 +18,10 @@ import numpy as np
 import torch
 
 from flashsac_bench.envs.env_rng import EnvStreams
+from flashsac_bench.lowbias32 import MASK32 as _MASK32
+from flashsac_bench.lowbias32 import hash32
 
-_MASK32 = 0xFFFFFFFF
-_MASK16 = 0xFFFF
-_MUL1 = 0x7FEB352D
-_MUL2 = 0x846CA68B
 _TO_UNIT = 1.0 / 2.0**32
-
-
-def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    """(x * c) mod 2**32 for 0 <= x < 2**32 without int64 overflow."""
-    lo = x * (c & _MASK16)
-    hi = ((x * (c >> 16)) & _MASK16) << 16
-    return (lo + hi) & _MASK32
-
-
-def hash32(x: torch.Tensor) -> torch.Tensor:
-    """lowbias32 on int64 tensors holding values in [0, 2**32)."""
-    x = x ^ (x >> 16)
-    x = _mul32(x, _MUL1)
-    x = x ^ (x >> 15)
-    x = _mul32(x, _MUL2)
-    return x ^ (x >> 16)
 
 
 class TorchEnvStreams:

@@ -6,8 +6,9 @@ hash of (seed, stream, counter, element index) gives both: it is exact integer a
 same bits on CPU, CUDA, eager, Inductor), its only state is one int64 counter tensor that the
 graph advances in place, and a checkpoint needs nothing but that counter.
 
-The hash is Chris Wellons' `lowbias32` (public domain). All products are split so that no
-intermediate exceeds 2**49: int64 overflow never happens, so there is no undefined behaviour.
+The hash is Chris Wellons' `lowbias32` (`flashsac_bench.lowbias32`, shared with the envs' device
+streams). All products are split so that no intermediate exceeds 2**49: int64 overflow never
+happens, so there is no undefined behaviour.
 """
 
 from __future__ import annotations
@@ -16,34 +17,8 @@ import math
 
 import torch
 
-_MASK32 = 0xFFFFFFFF
-_MASK16 = 0xFFFF
-
-
-def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    """(x * c) mod 2**32 for 0 <= x < 2**32 without int64 overflow."""
-    lo = x * (c & _MASK16)
-    hi = ((x * (c >> 16)) & _MASK16) << 16
-    return (lo + hi) & _MASK32
-
-
-def hash32(x: torch.Tensor) -> torch.Tensor:
-    """lowbias32 on int64 tensors holding values in [0, 2**32)."""
-    x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
-    return x ^ (x >> 16)
-
-
-def hash32_int(x: int) -> int:
-    """Python-int twin of hash32 (used for seeds; also a reference in tests)."""
-    x &= _MASK32
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & _MASK32
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & _MASK32
-    return x ^ (x >> 16)
+from flashsac_bench.lowbias32 import MASK32 as _MASK32
+from flashsac_bench.lowbias32 import hash32, hash32_int
 
 
 def counter_bits(
