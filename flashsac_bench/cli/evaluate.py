@@ -278,17 +278,10 @@ EVAL_FILES = (EVAL_NAME, GIF_NAME, STRIP_NAME)
 def keep_earlier_evaluation(out_dir: Path) -> Path | None:
     """Move an earlier evaluation's files in out_dir into out_dir/eval_earlier_<k>/ (k: the
     first free number); the folder, or None when there was none."""
+    from flashsac_bench.runner.writes import move_aside
+
     found = [out_dir / name for name in EVAL_FILES if (out_dir / name).exists()]
-    if not found:
-        return None
-    k = 1
-    while (out_dir / f"eval_earlier_{k}").exists():
-        k += 1
-    dest = out_dir / f"eval_earlier_{k}"
-    dest.mkdir()
-    for path in found:
-        path.rename(dest / path.name)
-    return dest
+    return move_aside(found, out_dir, "eval_earlier_") if found else None
 
 
 def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dict[str, Any]:

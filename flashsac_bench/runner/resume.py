@@ -33,6 +33,7 @@ from flashsac_bench.runner.checkpoint import (
 )
 from flashsac_bench.runner.liveness import HEARTBEAT_NAME, run_dir_writer
 from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
+from flashsac_bench.runner.writes import move_aside
 
 log = logging.getLogger("flashsac_bench.runner")
 
@@ -363,13 +364,7 @@ def set_aside_earlier_attempt(plan: ResumePlan, run_dir: Path) -> Path | None:
     """Move plan.set_aside into run_dir/earlier_attempt_<k>/ (nothing is deleted); the folder."""
     if not plan.set_aside:
         return None
-    k = 1
-    while (run_dir / f"earlier_attempt_{k}").exists():
-        k += 1
-    dest = run_dir / f"earlier_attempt_{k}"
-    dest.mkdir()
-    for p in plan.set_aside:
-        p.rename(dest / p.name)
+    dest = move_aside(plan.set_aside, run_dir, "earlier_attempt_")
     plan.set_aside = []
     return dest
 

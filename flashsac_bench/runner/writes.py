@@ -117,3 +117,16 @@ def atomic_write(
 def atomic_write_text(path: Path, text: str, what: str = "file") -> None:
     """atomic_write of a UTF-8 text."""
     atomic_write(path, lambda f: f.write(text.encode()), what)
+
+
+def move_aside(paths: list[Path], parent: Path, prefix: str) -> Path:
+    """Move `paths` into parent/<prefix><k>/ (k: the first free number from 1; nothing is
+    deleted); the folder."""
+    k = 1
+    while (parent / f"{prefix}{k}").exists():
+        k += 1
+    dest = parent / f"{prefix}{k}"
+    dest.mkdir()
+    for path in paths:
+        path.rename(dest / path.name)
+    return dest
