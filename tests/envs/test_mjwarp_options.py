@@ -63,11 +63,13 @@ def test_warp_options_belong_to_the_mjwarp_backend() -> None:
 
 
 def test_without_the_extra_the_check_and_the_import_name_the_pip_command(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "mujoco_warp", None)  # import fails as if not installed
+    # Both imports fail as if not installed (also where the extra is absent for real).
+    monkeypatch.setitem(sys.modules, "mujoco_warp", None)
+    monkeypatch.setitem(sys.modules, "warp", None)
     with pytest.raises(ConfigError) as err:
         BackendConfig(name="mjwarp").check_available()
     assert str(err.value) == (
-        "backend=mjwarp needs the [mjwarp] extra (mujoco_warp not installed): "
+        "backend=mjwarp needs the [mjwarp] extra (warp, mujoco_warp not installed): "
         'pip install -e ".[mjwarp]"'
     )
     BackendConfig(name="mujoco").check_available()  # the CPU backend needs nothing more
