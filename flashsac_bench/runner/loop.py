@@ -17,10 +17,11 @@ Rows are deferred by design: iteration k's row is built during iteration k+1 whi
 step, off the serial path (or at a checkpoint, the loop's end, a failure; runner.records).
 
 A device env (envs.api.DeviceVecEnv, the MuJoCo Warp backend) runs the same four steps with
-the device collector (runner.device_collector): its step and the tick's packing are queued on
-the learner's stream in step 2, before the update of step 3, and nothing leaves the device but
-the tick's statistics; the actions stay on the device (step 1 synchronizes only so that
-iteration k-1's late values can be read).
+the device collector (runner.device_collector): its step and the tick's packing are queued in
+step 2 on a stream of their own that runs beside the update of step 3 (runner.env_lane; or on
+the learner's stream before it), the store of step 4 is ordered after both, and nothing leaves
+the device but the tick's statistics; the actions stay on the device (step 1 synchronizes only
+so that iteration k-1's late values can be read).
 """
 
 from __future__ import annotations
@@ -186,6 +187,9 @@ class Runner:
             env, staging, c, self.collector_timeout_s, startup, closing
         )
         tc["env_step"] = collector.mode
+        tc["env_overlap"] = (
+            collector.overlap if isinstance(collector, DeviceCollector) else "collector_thread"
+        )
         self.records.open_logger()  # TensorBoard, W&B (a resumed run continues its W&B run)
         closing.callback(self.records.scalars.close)
         lifecycle.report_start(self.records, self.threshold)

@@ -21,6 +21,7 @@ from flashsac_bench.runner.collector import Collector, Staging
 from flashsac_bench.runner.device_collector import DeviceCollector, DeviceStaging
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import warn_oversubscription
+from flashsac_bench.runner.env_lane import make_lane
 from flashsac_bench.runner.lifecycle import release_quietly
 
 
@@ -103,13 +104,20 @@ def start_collector(
     closing: ExitStack,
 ) -> Collector | DeviceCollector:
     """The collector thread for a VecEnv; the device collector for a DeviceVecEnv, its env step
-    and packing captured as CUDA graphs when run.capture_device_steps asks (cold start)."""
+    and packing captured as CUDA graphs when run.capture_device_steps asks (cold start), its
+    tick beside the update where backend.warp.overlap asks (runner.env_lane)."""
     if isinstance(env, DeviceVecEnv):
         assert isinstance(staging, DeviceStaging)
         t = time.perf_counter()
-        device = DeviceCollector(env, staging)
+        opts = c.backend.warp_options()
+        lane = make_lane(staging.device, opts.overlap, opts.stream_priority)
+        device = DeviceCollector(env, staging, lane)
         closing.callback(release_quietly, device.release, "the device env's CUDA graphs")
+        closing.callback(device.close)  # before the env closes (a tick may still run)
         device.start(c.run.capture_device_steps)
+        leave = lane.enter_loop()  # the loop's own stream, where the lane asks for one
+        if leave is not None:
+            closing.callback(leave)
         startup["env_capture_s"] = time.perf_counter() - t
         startup["cold_start_s"] += startup["env_capture_s"]
         return device
