@@ -150,6 +150,10 @@ class Runner:
     # ------------------------------------------------------------------ setup
     def _setup(self, closing: ExitStack) -> Parts:
         c, startup, tc = self.cfg, self.info.startup, self.info.training_config
+        # the run dir, its lock, the resume plan (resume_load_s apart), git, the first summary
+        startup["before_setup_s"] = (
+            time.perf_counter() - self._run_t0 - startup.get("resume_load_s", 0.0)
+        )
         torch.set_float32_matmul_precision(c.hardware.matmul_precision)
         if c.hardware.torch_threads > 0:
             torch.set_num_threads(c.hardware.torch_threads)
@@ -171,7 +175,7 @@ class Runner:
 
         staging = setup.build_staging(env, learner, c.run.num_envs)
 
-        setup.cold_start(learner, startup)
+        self.info.compile = setup.cold_start(learner, startup)
         tc["executor"] = training_config.executor_name(learner)
 
         t = time.perf_counter()
@@ -190,7 +194,9 @@ class Runner:
         tc["env_overlap"] = (
             collector.overlap if isinstance(collector, DeviceCollector) else "collector_thread"
         )
+        t = time.perf_counter()
         self.records.open_logger()  # TensorBoard, W&B (a resumed run continues its W&B run)
+        startup["logger_open_s"] = time.perf_counter() - t
         closing.callback(self.records.scalars.close)
         lifecycle.report_start(self.records, self.threshold)
         return Parts(env, learner, staging, steps, collector)
@@ -221,6 +227,8 @@ class Runner:
         # Wall seconds from the runner's start to its first iteration: what "since start"
         # adds to the loop's time_s (the startup parts above leave out the small steps between).
         rec.setup_s = rec.loop_t0 - self._run_t0
+        parts = sum(v for k, v in self.info.startup.items() if k != "cold_start_s")
+        self.info.startup["other_s"] = max(rec.setup_s - parts, 0.0)
         for k in range(st.done_iterations, iterations):
             if stopping.due(k):
                 break
