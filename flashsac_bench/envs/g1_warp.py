@@ -33,6 +33,7 @@ import contextlib
 import logging
 import math
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ from flashsac_bench.envs.g1_task import (
     RESET_VALUES,
     REWARD_TERMS,
 )
-from flashsac_bench.envs.warp_physics import WarpPhysics, import_warp
+from flashsac_bench.envs.warp_physics import WarpPhysics
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class G1WalkWarp(DeviceVecEnv):
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        import_warp()  # the missing extra, in one line, before anything is built
+        backend_cfg.check_available()  # the missing extra, in one line, before anything is built
         opts = backend_cfg.warp_options()
         device = opts.resolved_device()
         if device == "cpu":
@@ -102,6 +103,7 @@ class G1WalkWarp(DeviceVecEnv):
         self._mode = "eager"
         self.capture_error: str | None = None  # why `capture` fell back, if it did
         self._built = threading.Event()
+        self.background_build_s: float | None = None  # the thread's wall time, once done
         self._build_error: BaseException | None = None
         self._builder: threading.Thread | None = None
         if opts.background_build:
@@ -116,6 +118,7 @@ class G1WalkWarp(DeviceVecEnv):
     # -- the build ------------------------------------------------------------------------------
 
     def _build_beside(self, opts: Any) -> None:
+        t = time.perf_counter()
         try:
             with contextlib.ExitStack() as scope:
                 if self._device.type == "cuda":
@@ -126,6 +129,7 @@ class G1WalkWarp(DeviceVecEnv):
         except BaseException as err:  # noqa: BLE001 - raised where the env is first used
             self._build_error = err
         finally:
+            self.background_build_s = time.perf_counter() - t
             self._built.set()
 
     def _ready(self) -> None:

@@ -181,6 +181,9 @@ class Runner:
         t = time.perf_counter()
         obs, critic_obs = env.reset()
         startup["env_ready_s"] = time.perf_counter() - t
+        beside = getattr(env, "background_build_s", None)  # envs.g1_warp: built on a thread
+        if beside is not None:
+            self.info.beside["env_build_s"] = beside
         staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
         self._restore(learner, env, staging)
         steps = setup.build_steps(learner, staging, c.run.capture_device_steps, startup, closing)

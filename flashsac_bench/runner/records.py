@@ -107,6 +107,7 @@ class RunInfo:
     git: dict[str, Any] = field(default_factory=dict)
     startup: dict[str, float] = field(default_factory=dict)
     compile: dict[str, Any] = field(default_factory=dict)  # runner.setup.compile_delta
+    beside: dict[str, float] = field(default_factory=dict)  # what ran beside startup's parts
     # The model the envs step (envs.g1_model.model_record; None: a custom env factory's env):
     # carried by every checkpoint, so that resume can refuse another model and evaluate /
     # export use exactly this one.
@@ -325,6 +326,7 @@ class Records:
             "startup": info.startup,
             "setup_s": self.setup_s,
             "compile": info.compile,
+            "setup_beside": info.beside,
             "training_config": info.training_config,
             "iterations_planned": c.run.iterations,
             "iterations_done": st.done_iterations,

@@ -14,6 +14,7 @@ their caches or compiling) and the caches' hits and misses.
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import ExitStack
 from typing import Any
@@ -87,8 +88,11 @@ _CACHE_COUNTERS = {
 }
 
 
-def compile_facts() -> dict[str, float]:
-    """The process's compile totals so far (seconds and cache counts)."""
+def compile_facts() -> dict[str, float] | None:
+    """The process's compile totals so far (seconds and cache counts); None where torch's
+    compiler was never loaded (an eager run: nothing compiled, and no import to pay for)."""
+    if "torch._dynamo.utils" not in sys.modules:
+        return None
     from torch._dynamo.utils import compilation_time_metrics, counters
 
     def total(key: str) -> float:
@@ -100,12 +104,18 @@ def compile_facts() -> dict[str, float]:
     return facts
 
 
-def compile_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+def compile_delta(
+    before: dict[str, float] | None, after: dict[str, float] | None
+) -> dict[str, Any]:
     """What happened between two `compile_facts`: seconds, counts, and whether torch's caches
-    for compiled graphs are on (Inductor's FX graph cache, AOTAutograd's cache)."""
+    for compiled graphs are on (Inductor's FX graph cache, AOTAutograd's cache); {} where
+    nothing was compiled."""
+    if after is None:
+        return {}
     from torch._functorch import config as functorch_config
     from torch._inductor import config as inductor_config
 
+    before = before or dict.fromkeys(after, 0.0)
     d = {k: after[k] - before[k] for k in after}
     backend = d.pop("backend_s")
     dynamo_total = d.pop("dynamo_total_s")

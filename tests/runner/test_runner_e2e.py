@@ -174,9 +174,8 @@ def test_training_config_command_and_environment(tiny_run):
     captures = st["learner_warmup_s"] + st["device_steps_capture_s"] + st.get("env_capture_s", 0)
     assert st["cold_start_s"] == pytest.approx(captures)
     assert {"before_setup_s", "logger_open_s", "other_s"} <= st.keys()
-    compiled = s["compile"]
-    assert compiled["fx_graph_cache"] is True and compiled["aot_autograd_cache"] is True
-    assert compiled["dynamo_s"] >= 0 and compiled["fx_graph_cache_misses"] >= 0
+    compiled = s["compile"]  # the eager path compiles nothing
+    assert compiled == {} or (compiled["dynamo_s"] == 0 and compiled["backend_s"] == 0)
     # replay fills up to its capacity (16 x 16 rows) and stays there
     assert [r["replay_rows"] for r in s["rows_all"]][-1] == 256
     assert (run_dir / "checkpoints" / "iter_0000030.pt").is_file()
