@@ -256,7 +256,7 @@ class G1WalkWarp(DeviceVecEnv):
         if not self._physics.wp_device.is_cuda:
             return False
         if not self._physics.captured:
-            self.capture_error = "the physics did not capture as Warp graphs"
+            self.capture_error = f"the physics did not capture ({self._physics.capture_error})"
             log.warning("the MuJoCo Warp step is not captured: %s", self.capture_error)
             return False
         state = self._get_state()

@@ -114,6 +114,7 @@ class WarpPhysics:
         self.kd_scale = torch.ones(n, dtype=torch.float64, device=self.device)
         self._nsub = 1
         self._graphs: dict[str, Any] = {}
+        self.capture_error: str | None = None  # why `capture` failed, if it did
         self._streams: dict[int, Any] = {}  # CUDA stream handle -> its one Warp stream
 
     # -- stepping -------------------------------------------------------------------------------
@@ -189,11 +190,8 @@ class WarpPhysics:
                         finally:
                             graphs[name] = wp.capture_end(device=self.wp_device, stream=stream)
         except Exception as err:  # noqa: BLE001 - a failed capture leaves the eager launches
-            log.warning(
-                "MuJoCo Warp graph capture failed (%s: %s); stepping eagerly",
-                type(err).__name__,
-                err,
-            )
+            self.capture_error = f"{type(err).__name__}: {err}"
+            log.warning("MuJoCo Warp graph capture failed (%s); stepping eagerly", self.capture_error)
             return False
         self._graphs = graphs
         return True
