@@ -191,7 +191,7 @@ class WarpPhysics:
                             graphs[name] = wp.capture_end(device=self.wp_device, stream=stream)
         except Exception as err:  # noqa: BLE001 - a failed capture leaves the eager launches
             self.capture_error = f"{type(err).__name__}: {err}"
-            log.warning("MuJoCo Warp graph capture failed (%s); stepping eagerly", self.capture_error)
+            log.warning("MuJoCo Warp graph capture failed (%s); eager steps", self.capture_error)
             return False
         self._graphs = graphs
         return True
