@@ -175,9 +175,10 @@ class DeviceVecEnv(ABC):
     described above. It never waits for the device (no host copy of a device value, no
     data-dependent Python), so the caller may queue it with other device work (on another stream
     too: it runs on the current one), and on CUDA `capture(actions)` may record it as CUDA
-    graphs: later `step` calls with that same actions tensor replay them on the current stream. `metrics`, `get_state` and `set_state` may
-    synchronize (they run between iterations); `get_state` returns host copies (picklable, for
-    checkpoints); `close` frees the device state and may be called more than once.
+    graphs: later `step` calls with that same actions tensor replay them on the current stream.
+    `metrics`, `get_state` and `set_state` may synchronize (they run between iterations);
+    `get_state` returns host copies (picklable, for checkpoints); `close` frees the device
+    state and may be called more than once.
     """
 
     num_envs: int

@@ -12,10 +12,11 @@
 #   bash scripts/device/warp_loop.sh setup [deadline]     ~1.5 min: three 1-iteration runs of
 #       the same setting (the first may compile, the second is warm, the third warm with the
 #       Warp build on the main thread): setup_s, startup's parts, torch's compile facts
-#   POINTS=6 SEEDS=1 LIMIT=75 bash scripts/device/warp_loop.sh sweep [deadline]
-#       ~1.3 min a run (the run to the walking thresholds or LIMIT s, then its final
-#       checkpoint): the sweep's points in priority order (below), each seed, no evaluation;
-#       the table of scripts/walk_utd.py (walk_utd.tgz holds every run's summary and log)
+#   FROM=0 POINTS=6 SEEDS=1 LIMIT=75 bash scripts/device/warp_loop.sh sweep [deadline]
+#       ~1.5 min a run (the run to the walking thresholds or LIMIT s, a cold compile where it is
+#       the first run of its batch, then its final checkpoint): POINTS of the sweep's points
+#       from number FROM in priority order (below), each seed, no evaluation; the table of
+#       scripts/walk_utd.py (walk_utd.tgz holds every run's summary and log)
 #   SEEDS="1 2 3 4 5" LIMIT=60 bash scripts/device/warp_loop.sh walk [deadline]
 #       ~1.2 min a seed, then the evaluations together (~1 min): +experiment=g1_walk_warp per
 #       seed to the walking thresholds or LIMIT s, each policy evaluated in CPU MuJoCo (16
@@ -78,7 +79,7 @@ PY
   ;;
 sweep)
   LIMIT=${LIMIT:-75}; PLAN=""
-  for point in "${SWEEP_POINTS[@]:0:${POINTS:-6}}"; do
+  for point in "${SWEEP_POINTS[@]:${FROM:-0}:${POINTS:-6}}"; do
     IFS=: read -r ups envs batch lr <<< "$point"
     extra="replay.batch_size=$batch,run.checkpoint_every=0"
     lrs=$(lr_overrides $batch $lr); [ -n "$lrs" ] && extra+=",$lrs"
