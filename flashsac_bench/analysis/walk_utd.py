@@ -45,8 +45,8 @@ def walk_record(run: RunData) -> dict[str, Any]:
         "seed": run.seed,
         # what really ran: a recorded executor other than the path (a capture fallback, the
         # eager steps of a removed lever) or a lever that was on is a setting of its own, not a
-        # seed of the path
-        "path": path_label(tc, run.path),
+        # seed of the path; so is another batch or learning rate (a sweep's points)
+        "path": path_label(tc, run.path) + learner_label(s),
         # env worker processes (0: in-process): a setting of its own, e.g. a 15 vs 16 A/B
         "env_workers": int(tc.get("env_workers") or 0),
         **hit,
@@ -105,6 +105,15 @@ def path_label(tc: dict[str, Any], path: str) -> str:
     if tc.get("collector") == "inline":
         levers.append("inline tick")
     return " + ".join([str(tc.get("executor") or path), *levers])
+
+
+def learner_label(summary: dict[str, Any]) -> str:
+    """ ", batch 2048, lr 0.0003": the batch and peak learning rate a run trained with, where
+    its summary records them."""
+    batch = (summary.get("training_config") or {}).get("batch_size")
+    lr = ((summary.get("config") or {}).get("learner") or {}).get("lr_peak")
+    label = f", batch {batch}" if batch else ""
+    return label + (f", lr {lr:.3g}" if isinstance(lr, int | float) else "")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from flashsac_bench.config.values import require_finite
 
 MODES = ("auto", "processes", "threads")
 BACKENDS = ("mujoco", "mjwarp")
+STREAM_PRIORITIES = ("default", "high", "low")
 # Cores the learner's own thread keeps when the envs run in worker processes.
 LEARNER_CORES = 1
 # Auto picks worker processes only when at least this many cores are left for them: with fewer,
@@ -53,11 +54,26 @@ class WarpOptions:
     # for bit, at a cost. Off: GPU results vary in their last bits from run to run. Warp's CPU
     # device is deterministic either way.
     deterministic: bool = False
+    # Build MuJoCo Warp's model and data and load its kernels on a background thread while the
+    # runner builds and compiles the learner (the first use of the env waits for it).
+    background_build: bool = True
+    # The env step and the tick's packing beside the learner's update: on CUDA on a stream of
+    # their own, ordered by events (on a CPU device, a thread); the update reads only ticks
+    # stored before, so the data does not change. False: one after the other on one stream.
+    overlap: bool = True
+    # The CUDA priority of that stream: "high" (its kernels are scheduled first), "low" or
+    # "default".
+    stream_priority: str = "default"
 
     def __post_init__(self) -> None:
         dev = self.device
         if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"backend.warp.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
+        if self.stream_priority not in STREAM_PRIORITIES:
+            raise ConfigError(
+                f"backend.warp.stream_priority must be one of {STREAM_PRIORITIES}, "
+                f"got {self.stream_priority!r}"
+            )
         if self.nconmax < 1 or self.njmax < 1:
             raise ConfigError(
                 f"backend.warp.nconmax and njmax must be >= 1, got {self.nconmax}, {self.njmax}"

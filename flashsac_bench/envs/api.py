@@ -173,11 +173,12 @@ class DeviceVecEnv(ABC):
 
     `step` takes float32 actions (N, action_dim) on the device and returns the DeviceEnvStep
     described above. It never waits for the device (no host copy of a device value, no
-    data-dependent Python), so the caller may queue it with other device work, and on CUDA
-    `capture(actions)` may record it as a CUDA graph on the current stream: later `step` calls
-    with that same actions tensor replay it. `metrics`, `get_state` and `set_state` may
-    synchronize (they run between iterations); `get_state` returns host copies (picklable, for
-    checkpoints); `close` frees the device state and may be called more than once.
+    data-dependent Python), so the caller may queue it with other device work (on another stream
+    too: it runs on the current one), and on CUDA `capture(actions)` may record it as CUDA
+    graphs: later `step` calls with that same actions tensor replay them on the current stream.
+    `metrics`, `get_state` and `set_state` may synchronize (they run between iterations);
+    `get_state` returns host copies (picklable, for checkpoints); `close` frees the device
+    state and may be called more than once.
     """
 
     num_envs: int
@@ -211,9 +212,9 @@ class DeviceVecEnv(ABC):
     def close(self) -> None: ...
 
     def capture(self, actions: torch.Tensor) -> bool:
-        """Record `step(actions)` as a CUDA graph on the current stream (once, before the
-        loop; the env's state is left as it was). False where the env cannot (the default, and
-        on a CPU device): its steps then run as ordinary calls."""
+        """Record `step(actions)` as CUDA graphs (once, before the loop; the env's state is
+        left as it was). False where the env cannot (the default, and on a CPU device): its
+        steps then run as ordinary calls."""
         return False
 
     @property

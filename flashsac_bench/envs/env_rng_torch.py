@@ -31,6 +31,7 @@ class TorchEnvStreams:
         self, seed: int, env_ids: np.ndarray, num_streams: int, device: torch.device | str
     ) -> None:
         host = EnvStreams(seed, env_ids, num_streams)
+        self._env_ids = np.asarray(env_ids)
         self.seed = host.seed
         self.device = torch.device(device)
 
@@ -42,6 +43,13 @@ class TorchEnvStreams:
         self._host = host
         self._elements: dict[int, torch.Tensor] = {}
         self.counters = torch.zeros(len(env_ids), num_streams, dtype=torch.int64, device=device)
+
+    def reseed(self, seed: int) -> None:
+        """The streams of `seed` for the same envs, in place (the counters are left as they are;
+        a captured graph keeps reading these tensors)."""
+        host = EnvStreams(seed, self._env_ids, len(self._stream_salt))
+        self._env_key.copy_(torch.as_tensor(host._env_key.astype(np.int64)))
+        self.seed, self._host = host.seed, host
 
     def _element_keys(self, m: int) -> torch.Tensor:
         keys = self._elements.get(m)

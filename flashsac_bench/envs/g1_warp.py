@@ -9,18 +9,31 @@ seed gives both backends the same resets, commands and noise; they differ by the
 (float32 here, float64 there; tests/envs/test_g1_warp.py states by how much).
 
 No step synchronizes with the host, and no shape depends on the data: every env is computed and
-the rows that reset are selected with `where`, so the whole control step (physics substeps and
-task) can be captured as one CUDA graph on the learner's stream (`capture`). On Warp's CPU
-device (testing only) the physics is replayed from a Warp graph and the task runs as torch ops.
+the rows that reset are selected with `where`. A control step is five parts in a fixed order:
+the task's torch ops before the physics (`_act`), the physics substeps (Warp), the task's ops on
+the new state (`_score`: observations, rewards, terminations, metrics, the reset draws of the
+envs that ended), the stages of the reset worlds (Warp), and the reset envs' first observations
+(`_begin`). `capture` records the three torch parts as torch CUDA graphs and the physics replays
+Warp's own graphs between them (warp_physics says why Warp work stays out of torch captures):
+a step is then five graph launches on the current stream. On Warp's CPU device (testing only)
+the physics replays Warp graphs and the task runs as torch ops.
+
+The build (MuJoCo Warp's model and data, its kernels loaded by a first undone step) may run on a
+background thread (`backend.warp.background_build`) while the caller builds and compiles its
+learner; the first call that needs the env waits for it.
 
 What is global (the curriculum scale, the mean episode length, the metric sums) lives on the
-device too, as 0-d tensors; `metrics()` reads them (one synchronization, at log time).
+device too, as 0-d tensors; `metrics()` reads them (one explicit copy and event wait, at log
+time).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -43,7 +56,7 @@ from flashsac_bench.envs.g1_task import (
     RESET_VALUES,
     REWARD_TERMS,
 )
-from flashsac_bench.envs.warp_physics import WarpPhysics, import_warp
+from flashsac_bench.envs.warp_physics import WarpPhysics
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +84,7 @@ class G1WalkWarp(DeviceVecEnv):
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-        import_warp()  # the missing extra, in one line, before anything is built
+        backend_cfg.check_available()  # the missing extra, in one line, before anything is built
         opts = backend_cfg.warp_options()
         device = opts.resolved_device()
         if device == "cpu":
@@ -80,15 +93,65 @@ class G1WalkWarp(DeviceVecEnv):
                 "step compiles the kernels, cached in ~/.cache/warp)"
             )
         self.cfg = task_cfg
-        self.num_envs = n = num_envs
+        self.num_envs = num_envs
         self.seed = int(seed)
         self.max_episode_steps = task_cfg.max_episode_steps
+        self._device = torch.device(device)
+        self._graphs: dict[str, torch.cuda.CUDAGraph] = {}  # act / score / begin (capture)
+        self._retired: list[torch.cuda.CUDAGraph] = []  # a failed capture's, kept until close
+        self._graph_actions: torch.Tensor | None = None
+        self._mode = "eager"
+        self.capture_error: str | None = None  # why `capture` fell back, if it did
+        self._built = threading.Event()
+        self.background_build_s: float | None = None  # the thread's wall time, once done
+        self._build_error: BaseException | None = None
+        self._builder: threading.Thread | None = None
+        if opts.background_build:
+            self._builder = threading.Thread(
+                target=self._build_beside, args=(opts,), name="mjwarp-build", daemon=True
+            )
+            self._builder.start()
+        else:
+            self._build(opts)
+            self._built.set()
+
+    # -- the build ------------------------------------------------------------------------------
+
+    def _build_beside(self, opts: Any) -> None:
+        t = time.perf_counter()
+        try:
+            with contextlib.ExitStack() as scope:
+                if self._device.type == "cuda":
+                    scope.enter_context(torch.cuda.device(self._device))
+                self._build(opts)
+                if self._device.type == "cuda":  # queued on this thread's stream: done before use
+                    torch.cuda.current_stream(self._device).synchronize()
+        except BaseException as err:  # noqa: BLE001 - raised where the env is first used
+            self._build_error = err
+        finally:
+            self.background_build_s = time.perf_counter() - t
+            self._built.set()
+
+    def _ready(self) -> None:
+        """Wait for the build (the background thread's, if any); raise its error."""
+        if self._builder is not None:
+            self._built.wait()
+            self._builder.join()
+            self._builder = None
+            if self._build_error is not None:
+                raise self._build_error
+            self._capture_physics()  # on the caller's thread: no capture beside its work
+
+    def _build(self, opts: Any) -> None:
+        """The model, MuJoCo Warp's data, the task's tensors, a first reset, and the kernels
+        loaded by an undone step (then captured as Warp graphs, here or in `_ready`)."""
+        task_cfg, n = self.cfg, self.num_envs
         model = build_task_model(task_cfg)
         self.layout = layout = G1Layout.from_model(model)
-        self.physics = WarpPhysics(
-            model, n, device, opts.nconmax, opts.njmax, deterministic=opts.deterministic
+        self._physics = WarpPhysics(
+            model, n, str(self._device), opts.nconmax, opts.njmax, deterministic=opts.deterministic
         )
-        dev = self._device = self.physics.device
+        dev = self._device
 
         def to(a: np.ndarray) -> torch.Tensor:
             return torch.as_tensor(a, device=dev)
@@ -111,6 +174,7 @@ class G1WalkWarp(DeviceVecEnv):
 
         self._alive = torch.ones(n, dtype=_F64, device=dev)
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
+        self._done = zeros(n, dtype=torch.bool)  # the envs of this step that ended (a step's parts)
         self.action, self.last_action = zeros(n, NUM_JOINTS), zeros(n, NUM_JOINTS)
         self.command, self.phase = zeros(n, 3), zeros(n, 2)
         self.episode_step = zeros(n, dtype=torch.int64)
@@ -134,11 +198,13 @@ class G1WalkWarp(DeviceVecEnv):
             episode_return=zeros(n, dtype=f32),
             episode_length=zeros(n, dtype=torch.int32),
         )
-        self._graph: torch.cuda.CUDAGraph | None = None
-        self._graph_actions: torch.Tensor | None = None
-        self._mode = "eager"
-        self.reset()  # the outputs hold first observations, as the CPU env's do
-        self._capture_physics()
+        self._reset_all()  # the outputs hold first observations, as the CPU env's do
+        # The kernels load on a first step, undone.
+        state = self._get_state()
+        self._step(torch.zeros(n, NUM_JOINTS, device=dev))
+        self._set_state(state)
+        if self._builder is None:
+            self._capture_physics()
 
     # -- the contract ---------------------------------------------------------------------------
 
@@ -148,11 +214,19 @@ class G1WalkWarp(DeviceVecEnv):
 
     @property
     def step_mode(self) -> str:
+        self._ready()
         return self._mode
 
     def reset(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Reset every env (fresh randomization); returns the (obs, critic_obs) outputs."""
-        self._reset_rows(self._all)
+        self._ready()
+        return self._reset_all()
+
+    def _reset_all(self) -> tuple[torch.Tensor, torch.Tensor]:
+        self._done.fill_(True)
+        self._reset_draw()
+        self._physics.stages()
+        self._reset_observe()
         out = self._out
         out.final_obs.copy_(out.obs)
         out.final_critic_obs.copy_(out.critic_obs)
@@ -161,52 +235,75 @@ class G1WalkWarp(DeviceVecEnv):
     def step(self, actions: torch.Tensor) -> DeviceEnvStep:
         if tuple(actions.shape) != (self.num_envs, NUM_JOINTS):
             raise ValueError(f"actions must be {(self.num_envs, NUM_JOINTS)}, got {actions.shape}")
-        if self._graph is not None and actions is self._graph_actions:
-            self._graph.replay()
+        self._ready()
+        if self._graphs and actions is self._graph_actions:
+            g, p, nsub = self._graphs, self._physics, self.cfg.decimation
+            g["act"].replay()
+            p.step(nsub)
+            g["score"].replay()
+            p.stages()
+            g["begin"].replay()
         else:
             self._step(actions)
         return self._out
 
     def capture(self, actions: torch.Tensor) -> bool:
-        """On CUDA: the whole control step (Warp's physics launches and the task's torch ops)
-        as one torch CUDA graph on the current stream, replayed by `step(actions)`. A step runs
-        first, eagerly (Warp loads its kernels, torch its lazy state) and is undone."""
-        if not self.physics.wp_device.is_cuda:
+        """On CUDA, where the physics replays Warp graphs: the step's three torch parts as torch
+        CUDA graphs (their private memory pools), replayed by `step(actions)` around the Warp
+        graphs, all on the current stream. A step runs first, eagerly (torch's lazy state) and
+        is undone. False, with the reason in `capture_error` and a warning, where it cannot."""
+        self._ready()
+        if not self._physics.wp_device.is_cuda:
             return False
-        state = self.get_state()
+        if not self._physics.captured:
+            self.capture_error = f"the physics did not capture ({self._physics.capture_error})"
+            log.warning("the MuJoCo Warp step is not captured: %s", self.capture_error)
+            return False
+        state = self._get_state()
+        graphs: dict[str, torch.cuda.CUDAGraph] = {}
         try:
             self._step(actions)
-            self.set_state(state)
+            self._set_state(state)
             torch.cuda.synchronize(self._device)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-                with self.physics.external_capture():
-                    self._step(actions)
+            # One memory pool for the three: they replay in this order, on one stream.
+            pool = None
+            for name, part in (
+                ("act", lambda: self._act(actions)),
+                ("score", self._score),
+                ("begin", self._begin),
+            ):
+                graphs[name] = _capture(part, pool)
+                pool = graphs[name].pool()
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
+            self.capture_error = f"{type(err).__name__}: {err}"
             log.warning(
-                "CUDA graph capture of the MuJoCo Warp step failed (%s: %s); stepping %s",
-                type(err).__name__,
-                err,
-                "with Warp graphs for the physics" if self._mode == "warp_graph" else "eagerly",
+                "CUDA graph capture of the MuJoCo Warp step's task failed (%s); stepping with "
+                "Warp graphs for the physics and the task's ops eagerly",
+                self.capture_error,
             )
             torch.cuda.synchronize(self._device)
-            self.set_state(state)
+            self._retired = list(graphs.values())  # destroyed at close, after the device is done
+            self._set_state(state)
             return False
-        self._graph, self._graph_actions = graph, actions
+        self._graphs, self._graph_actions = graphs, actions
         self._mode = "cuda_graph"
         return True
 
     def metrics(self) -> dict[str, float]:
         """Means since the previous call (episode stats: of the episodes finished meanwhile).
-        The one read of the device in a loop iteration that asks for it: an explicit copy and
-        wait, never an implicit synchronization."""
+        The one read of the device in a loop iteration that asks for it: an explicit copy and an
+        event wait (no stream synchronization: a CUDA loop allows none)."""
+        self._ready()
         curriculum = torch.stack((self.penalty_scale, self.mean_episode_length))
         device_values = torch.cat((self.sums, curriculum))
-        host = torch.empty(device_values.shape, dtype=_F64, pin_memory=self._device.type == "cuda")
+        cuda = self._device.type == "cuda"
+        host = torch.empty(device_values.shape, dtype=_F64, pin_memory=cuda)
         host.copy_(device_values, non_blocking=True)
         self.sums.zero_()
-        if self._device.type == "cuda":
-            torch.cuda.current_stream(self._device).synchronize()
+        if cuda:
+            copied = torch.cuda.Event()
+            copied.record(torch.cuda.current_stream(self._device))
+            copied.synchronize()
         *sums, scale, mean = host.tolist()
         values = dict(zip((*_SUMS, *_EPISODE_SUMS), sums, strict=True))
         steps = max(values.pop("steps"), 1.0)
@@ -226,7 +323,10 @@ class G1WalkWarp(DeviceVecEnv):
 
     def get_state(self) -> dict[str, Any]:
         """Everything needed to continue bit-identically on the same device (host copies)."""
+        self._ready()
+        return self._get_state()
 
+    def _get_state(self) -> dict[str, Any]:
         def host(t: torch.Tensor) -> np.ndarray:
             return t.detach().cpu().numpy().copy()
 
@@ -235,7 +335,7 @@ class G1WalkWarp(DeviceVecEnv):
             "backend": "mjwarp",
             "num_envs": self.num_envs,
             "seed": self.seed,
-            "physics": self.physics.get_state(),
+            "physics": self._physics.get_state(),
             "rng_counters": host(self.rng.counters),
             "obs": host(self._out.obs),
             "critic_obs": host(self._out.critic_obs),
@@ -252,14 +352,18 @@ class G1WalkWarp(DeviceVecEnv):
             )
         if state["num_envs"] != self.num_envs:
             raise ValueError(f"state is for {state['num_envs']} envs, this env has {self.num_envs}")
+        self._ready()
+        self._set_state(state)
+
+    def _set_state(self, state: dict[str, Any]) -> None:
         if int(state["seed"]) != self.seed:
             self.seed = int(state["seed"])
-            self.rng = TorchEnvStreams(self.seed, np.arange(self.num_envs), 2, self._device)
+            self.rng.reseed(self.seed)  # in place: captured graphs read these tensors
 
         def load(target: torch.Tensor, value: Any) -> None:
             target.copy_(torch.as_tensor(np.asarray(value)).to(target.dtype))
 
-        self.physics.set_state(state["physics"])
+        self._physics.set_state(state["physics"])
         load(self.rng.counters, state["rng_counters"])
         load(self._out.obs, state["obs"])
         load(self._out.critic_obs, state["critic_obs"])
@@ -267,27 +371,38 @@ class G1WalkWarp(DeviceVecEnv):
             load(getattr(self, name), state[name])
         self._last_episode = dict(state["last_episode"])
 
+    @property
+    def physics(self) -> WarpPhysics:
+        self._ready()
+        return self._physics
+
     def close(self) -> None:
-        if self._graph is not None:  # no graph is destroyed while the device may replay it
-            torch.cuda.synchronize(self._device)
-        self._graph = self._graph_actions = None
-        self.physics.close()
+        if self._builder is not None:  # a build still running: let it end first
+            self._built.wait()
+            self._builder.join()
+            self._builder = None
+        physics = getattr(self, "_physics", None)
+        if physics is None:  # the build failed before the physics existed
+            return
+        if self._graphs or self._retired or physics.captured:
+            # no graph is destroyed while the device may replay it
+            if self._device.type == "cuda":
+                torch.cuda.synchronize(self._device)
+        self._graphs, self._retired, self._graph_actions = {}, [], None
+        physics.close()
 
     # -- the control step -----------------------------------------------------------------------
 
     def _capture_physics(self) -> None:
         """The physics as Warp graphs (on Warp's CPU device its C++ replay of the same kernels,
         on CUDA CUDA graphs), the task as torch ops: how a step runs unless `capture` records
-        all of it. The kernels load on a first, undone step."""
-        state = self.get_state()
-        self._step(torch.zeros(self.num_envs, NUM_JOINTS, device=self._device))
-        self.set_state(state)
-        if self.physics.capture(self.cfg.decimation):
+        the task too. The kernels have loaded on the build's undone step."""
+        if self._physics.capture(self.cfg.decimation):
             self._mode = "warp_graph"
 
     def _read(self) -> tuple[T.Quantities, torch.Tensor, torch.Tensor]:
         """The task's quantities, and qpos / qvel, of every env, float64."""
-        p = self.physics
+        p = self._physics
         qpos, qvel = p.qpos.to(_F64), p.qvel.to(_F64)
         q = T.read(qpos, qvel, p.sensordata.to(_F64), self._idx, self.cfg.obs.gravity_frame)
         return q, qpos, qvel
@@ -300,15 +415,28 @@ class G1WalkWarp(DeviceVecEnv):
         return T.policy_obs(critic, unit, self._noise_scale), critic
 
     def _step(self, actions: torch.Tensor) -> None:
-        cfg, out, p = self.cfg, self._out, self.physics
+        """One control step, as its five parts (the module's docstring)."""
+        self._act(actions)
+        self._physics.step(self.cfg.decimation)
+        self._score()
+        self._physics.stages()
+        self._begin()
+
+    def _act(self, actions: torch.Tensor) -> None:
+        """The actions into the task state and the servo targets; the gait phase advances."""
+        cfg, p = self.cfg, self._physics
         self.last_action.copy_(self.action)
         self.action.copy_(torch.clamp(actions.to(_F64), -1.0, 1.0))
         ctrl = self._idx.default_joint_pos + cfg.action_scale * self.action
         p.ctrl[:, self._actuators] = ctrl.to(torch.float32)
         self.phase.copy_(T.advance_phase(self.phase, self._phase_delta))
-        p.step(cfg.decimation)
-        self.episode_step += 1
 
+    def _score(self) -> None:
+        """The step's outputs from the new physics state (the true next observations, rewards,
+        terminations, truncations), the metric sums, and the reset draws written into the
+        envs that ended (`_done`); their physics stages follow."""
+        cfg, out = self.cfg, self._out
+        self.episode_step += 1
         q, qpos, qvel = self._read()
         obs, critic = self._observe(q)
         if cfg.obs.add_noise:
@@ -344,28 +472,38 @@ class G1WalkWarp(DeviceVecEnv):
         out.episode_length.copy_(self.episode_step)
         out.obs.copy_(out.final_obs)
         out.critic_obs.copy_(out.final_critic_obs)
-        done = terminated | truncated
-        self._add_metrics(done)
-        self._reset_rows(done)
-        self._update_curriculum(done)
+        self._done.copy_(terminated | truncated)
+        self._add_metrics(self._done)
+        self._reset_draw()
 
-    def _reset_rows(self, done: torch.Tensor) -> None:
-        """New episodes where `done`: the reset draw, the physics, the task state and the first
-        observations (every env computed, the rows of `done` kept)."""
-        cfg, out, rows = self.cfg, self._out, done[:, None]
+    def _begin(self) -> None:
+        """After the reset worlds' stages: their first observations; the curriculum."""
+        self._reset_observe()
+        self._update_curriculum(self._done)
+
+    def _reset_draw(self) -> None:
+        """New episodes where `_done`: the reset draw into the physics state (its stages are
+        the next part) and the task state (every env computed, the rows of `_done` kept)."""
+        cfg, done = self.cfg, self._done
+        rows = done[:, None]
         unit = self.rng.peek(RESET_STREAM, RESET_VALUES)
         draw = T.draw_reset(unit, self._ranges, cfg.reset, cfg.commands)
         self.rng.advance(RESET_STREAM, done)
-        self.physics.set_gain_scales(done, draw.kp_scale, draw.kd_scale)
-        self.physics.reset_worlds(done, draw.qpos, draw.qvel)
+        self._physics.set_gain_scales(done, draw.kp_scale, draw.kd_scale)
+        self._physics.write_worlds(done, draw.qpos, draw.qvel)
         self.command.copy_(torch.where(rows, draw.command, self.command))
         self.phase.copy_(torch.where(rows, draw.phase, self.phase))
         self.action.masked_fill_(rows, 0.0)
         self.last_action.masked_fill_(rows, 0.0)
         self.episode_return.masked_fill_(done, 0.0)
         self.episode_step.masked_fill_(done, 0)
+
+    def _reset_observe(self) -> None:
+        """The first observations of the envs of `_done` (their stages computed)."""
+        out, done = self._out, self._done
+        rows = done[:, None]
         obs, critic = self._observe(self._read()[0])
-        if cfg.obs.add_noise:
+        if self.cfg.obs.add_noise:
             self.rng.advance(NOISE_STREAM, done)
         out.obs.copy_(torch.where(rows, obs, out.obs))
         out.critic_obs.copy_(torch.where(rows, critic, out.critic_obs))
@@ -397,3 +535,11 @@ class G1WalkWarp(DeviceVecEnv):
         )
         self.penalty_scale.copy_(scale)
         self.mean_episode_length.copy_(mean)
+
+
+def _capture(part: Any, pool: Any) -> torch.cuda.CUDAGraph:
+    """`part()` as a torch CUDA graph (in `pool`, if given)."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
+        part()
+    return graph

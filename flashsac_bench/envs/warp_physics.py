@@ -17,10 +17,14 @@ float32: gains, states and sensors are rounded where the CPU backend keeps float
 
 Graphs. `capture()` records the control step's physics and the stage recomputation as Warp
 graphs: on Warp's CPU device an operation stream that Warp replays in C++ (the same kernels,
-the same bits, without Python's launch overhead), on CUDA CUDA graphs on the torch stream.
-`external_capture()` lets a caller's torch CUDA-graph capture record the Warp launches too
-(the env's whole step as one graph). Warp kernels launch on torch's current stream, so Warp
-and torch work stay in order without synchronizing.
+the same bits, without Python's launch overhead), on CUDA CUDA graphs that replay on the current
+torch stream. Warp work is never recorded into a torch CUDA graph: MuJoCo Warp's solver loop is
+a conditional graph node (`wp.capture_while`), which Warp inserts by ending the stream's capture
+and beginning a new one; inside a torch capture that would leave torch's allocations of the rest
+of that capture outside its graph's memory pool, and MuJoCo Warp's deterministic mode frees
+temporary buffers that must outlive the graph. A caller that captures the task's torch work
+does so around these Warp graphs (envs.g1_warp). Warp kernels launch on torch's current stream,
+so Warp and torch work stay in order without synchronizing.
 """
 
 from __future__ import annotations
@@ -110,7 +114,7 @@ class WarpPhysics:
         self.kd_scale = torch.ones(n, dtype=torch.float64, device=self.device)
         self._nsub = 1
         self._graphs: dict[str, Any] = {}
-        self._external = False  # inside a caller's capture: launch, never replay
+        self.capture_error: str | None = None  # why `capture` failed, if it did
         self._streams: dict[int, Any] = {}  # CUDA stream handle -> its one Warp stream
 
     # -- stepping -------------------------------------------------------------------------------
@@ -151,7 +155,7 @@ class WarpPhysics:
 
     def _run(self, name: str, body: Any) -> None:
         with self._scope() as stream:
-            graph = None if self._external else self._graphs.get(name)
+            graph = self._graphs.get(name)
             if graph is None:
                 body()
             elif stream is None:
@@ -186,11 +190,8 @@ class WarpPhysics:
                         finally:
                             graphs[name] = wp.capture_end(device=self.wp_device, stream=stream)
         except Exception as err:  # noqa: BLE001 - a failed capture leaves the eager launches
-            log.warning(
-                "MuJoCo Warp graph capture failed (%s: %s); stepping eagerly",
-                type(err).__name__,
-                err,
-            )
+            self.capture_error = f"{type(err).__name__}: {err}"
+            log.warning("MuJoCo Warp graph capture failed (%s); eager steps", self.capture_error)
             return False
         self._graphs = graphs
         return True
@@ -210,25 +211,6 @@ class WarpPhysics:
             yield
         current.wait_stream(side)
 
-    @contextlib.contextmanager
-    def external_capture(self) -> Iterator[None]:
-        """Inside a caller's torch CUDA-graph capture on the current stream: record the Warp
-        launches into it (Warp's own graphs are not replayed meanwhile)."""
-        wp = self._wp
-        stream = self._warp_stream()
-        wp.capture_begin(
-            device=self.wp_device,
-            stream=stream,
-            external=True,
-            capture_mode=wp.CaptureMode.THREAD_LOCAL,
-        )
-        self._external = True
-        try:
-            yield
-        finally:
-            self._external = False
-            wp.capture_end(device=self.wp_device, stream=stream)
-
     # -- per-world writes: every world computed, the rows of `mask` kept ------------------------
 
     def set_gain_scales(self, mask: torch.Tensor, kp: torch.Tensor, kd: torch.Tensor) -> None:
@@ -247,12 +229,16 @@ class WarpPhysics:
     def reset_worlds(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """Where `mask`: a fresh start at qpos / qvel (time 0, no solver warm start, as
         mj_resetData leaves it); then every world's stages."""
+        self.write_worlds(mask, qpos, qvel)
+        self.stages()
+
+    def write_worlds(self, mask: torch.Tensor, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """`reset_worlds` without the stages (torch ops only: the caller runs `stages()`)."""
         rows = mask[:, None]
         self.qpos.copy_(torch.where(rows, qpos.to(torch.float32), self.qpos))
         self.qvel.copy_(torch.where(rows, qvel.to(torch.float32), self.qvel))
         self.qacc_warmstart.masked_fill_(rows, 0.0)
         self.time.masked_fill_(mask, 0.0)
-        self.stages()
 
     # -- checkpoints ----------------------------------------------------------------------------
 
@@ -274,6 +260,11 @@ class WarpPhysics:
             target.copy_(torch.as_tensor(np.asarray(state[name])).to(target.dtype))
         self._write_gains(torch.ones(self.num_worlds, 1, dtype=torch.bool, device=self.device))
         self.stages()
+
+    @property
+    def captured(self) -> bool:
+        """Whether `step` and `stages` replay Warp graphs."""
+        return bool(self._graphs)
 
     def close(self) -> None:
         self._graphs = {}

@@ -1,5 +1,5 @@
 """Collecting from a device env (envs.api.DeviceVecEnv): its step and the tick's rows, queued on
-the learner's device, no collector thread, no host staging.
+the learner's device, no host staging.
 
 The counterpart of runner.collector for an env whose state lives on the learner's device (the
 MuJoCo Warp backend). The loop drives both alike (submit, then wait; runner.loop):
@@ -7,15 +7,18 @@ MuJoCo Warp backend). The loop drives both alike (submit, then wait; runner.loop
   submit: pack the tick's first columns (the obs acted on, the actions) into the device slab,
           step the env, pack its outputs (next obs = the true final obs) and make the current
           obs and dones the step's; the tick's few statistics (reward and term means, the
-          finished episodes) go to the host by one asynchronous copy. Nothing waits: the work
-          is queued on the learner's stream, and the update the loop launches next runs after it.
-  wait:   wait for that copy (an event), then the tick's facts as the thread's TickResult.
+          finished episodes) go to the host by one asynchronous copy. Nothing waits: the tick
+          runs in its lane (runner.env_lane), beside the update the loop launches next on a
+          stream of its own (or a thread, on a CPU device), or before it on one stream.
+  wait:   order the caller's stream after the tick, wait for the statistics' copy (an event),
+          then the tick's facts as the thread's TickResult.
 
 The slab then goes to the replay ring by the store step (runner.device_steps), after the update,
 so the update sees the ring as in the threaded loop: every tick before this one. On CUDA the
-env's step is one CUDA graph (DeviceVecEnv.capture) and the two packing steps are small graphs of
-their own (run.capture_device_steps); env_step_ms / collector_cycle_ms are then device time
-measured by CUDA events. On a CPU device everything runs as ordinary calls, timed by the clock.
+env's step replays CUDA graphs (DeviceVecEnv.capture) and the two packing steps are small graphs
+of their own (run.capture_device_steps); env_step_ms / collector_cycle_ms are then device time
+measured by CUDA events in the tick's lane. On a CPU device everything runs as ordinary calls,
+timed by the clock.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from flashsac_bench.envs.api import DeviceEnvStep, DeviceVecEnv
 from flashsac_bench.learner.graphs import GraphSet
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.runner.collector import TickResult
+from flashsac_bench.runner.env_lane import Lane
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +75,14 @@ class DeviceStaging:
 
 
 class DeviceCollector:
-    """Steps a DeviceVecEnv with staging's actions and packs each tick into staging's slab."""
+    """Steps a DeviceVecEnv with staging's actions and packs each tick into staging's slab, in
+    `lane` (serial when None)."""
 
-    hung = False  # nothing runs beside the loop that could hang
+    hung = False  # a tick that hangs is the device's: nothing the loop could stop
 
-    def __init__(self, env: DeviceVecEnv, staging: DeviceStaging) -> None:
+    def __init__(self, env: DeviceVecEnv, staging: DeviceStaging, lane: Lane | None = None) -> None:
         self.env, self.staging = env, staging
+        self.lane = lane if lane is not None else Lane()
         n, dev = staging.num_envs, staging.device
         self.cuda = dev.type == "cuda"
         self._terms = 0  # reward terms, known after the first step (capture or submit)
@@ -85,9 +91,10 @@ class DeviceCollector:
         self._num_envs = n
         self.graphs = GraphSet()  # pack_in / pack_out; destroyed only by release()
         self._events = [torch.cuda.Event(enable_timing=True) for _ in range(3)] if self.cuda else []
-        # The submitted tick: want_metrics, and perf_counter() at its start, before and after
-        # the env step and at its end (on CUDA: when each was queued).
-        self._pending: tuple[bool, float, float, float, float] | None = None
+        # The submitted tick's want_metrics; perf_counter() at the tick's start, before and
+        # after the env step and at its end (on CUDA: when each was queued), set by the tick.
+        self._pending: bool | None = None
+        self._stamps = (0.0, 0.0, 0.0, 0.0)
         self._term_names: list[str] = []
 
     # ------------------------------------------------------------------ the tick
@@ -139,9 +146,13 @@ class DeviceCollector:
             fn()
 
     def submit(self, tick: int, want_metrics: bool) -> None:
-        """Queue tick `tick` (staging.actions_t must hold the actions, on the device): the
-        packing of its first columns, the env step, the packing of its outputs (eagerly or from
-        the captured graphs) and the copy of its statistics to the host."""
+        """Queue tick `tick` (staging.actions_t must hold the actions, on the device) in the
+        lane: the packing of its first columns, the env step, the packing of its outputs
+        (eagerly or from the captured graphs) and the copy of its statistics to the host."""
+        self._pending = want_metrics
+        self.lane.run(self._tick)
+
+    def _tick(self) -> None:
         ev = self._events
         t0 = time.perf_counter()
         if ev:
@@ -157,19 +168,21 @@ class DeviceCollector:
         self._host.copy_(self._stats, non_blocking=True)
         if ev:
             ev[2].record()
-        self._pending = (want_metrics, t0, t1, t2, time.perf_counter())
+        self._stamps = (t0, t1, t2, time.perf_counter())
 
     def wait(self) -> TickResult:
-        """The tick's facts, once its statistics reached the host."""
+        """The tick's facts, once its statistics reached the host; the caller's stream is
+        ordered after the tick (the store that follows reads its slab)."""
         assert self._pending is not None, "wait() without submit()"
-        want_metrics, t0, t1, t2, t3 = self._pending
-        self._pending = None
+        want_metrics, self._pending = self._pending, None
+        self.lane.join()
+        t0, t1, t2, t3 = self._stamps
         ev = self._events
         if ev:  # device time (the first packing counts in the env step's span, on CUDA)
             ev[2].synchronize()
             env_ms = ev[0].elapsed_time(ev[1])
             cycle_ms = ev[0].elapsed_time(ev[2])
-        else:  # a CPU device: submit ran it all
+        else:  # a CPU device: the tick ran it all
             env_ms, cycle_ms = (t2 - t1) * 1e3, (t3 - t0) * 1e3
         assert self._host is not None
         host = self._host.numpy()
@@ -229,9 +242,16 @@ class DeviceCollector:
     def idle(self) -> bool:
         return self._pending is None
 
+    @property
+    def overlap(self) -> str:
+        """Where the tick runs beside the update (summary.json): serial, stream (priority)
+        or thread."""
+        return self.lane.mode
+
     def close(self) -> None:
-        """Nothing runs beside the loop: a queued tick completes with the device."""
+        """Wait for a tick still running in the lane (a failed run's), then stop the lane."""
         self._pending = None
+        self.lane.close()
 
     def release(self) -> None:
         """Destroy the packing graphs (at the run's end; learner/graphs.py says why)."""

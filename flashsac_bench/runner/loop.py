@@ -17,10 +17,11 @@ Rows are deferred by design: iteration k's row is built during iteration k+1 whi
 step, off the serial path (or at a checkpoint, the loop's end, a failure; runner.records).
 
 A device env (envs.api.DeviceVecEnv, the MuJoCo Warp backend) runs the same four steps with
-the device collector (runner.device_collector): its step and the tick's packing are queued on
-the learner's stream in step 2, before the update of step 3, and nothing leaves the device but
-the tick's statistics; the actions stay on the device (step 1 synchronizes only so that
-iteration k-1's late values can be read).
+the device collector (runner.device_collector): its step and the tick's packing are queued in
+step 2 on a stream of their own that runs beside the update of step 3 (runner.env_lane; or on
+the learner's stream before it), the store of step 4 is ordered after both, and nothing leaves
+the device but the tick's statistics; the actions stay on the device (step 1 synchronizes only
+so that iteration k-1's late values can be read).
 """
 
 from __future__ import annotations
@@ -149,6 +150,10 @@ class Runner:
     # ------------------------------------------------------------------ setup
     def _setup(self, closing: ExitStack) -> Parts:
         c, startup, tc = self.cfg, self.info.startup, self.info.training_config
+        # the run dir, its lock, the resume plan (resume_load_s apart), git, the first summary
+        startup["before_setup_s"] = (
+            time.perf_counter() - self._run_t0 - startup.get("resume_load_s", 0.0)
+        )
         torch.set_float32_matmul_precision(c.hardware.matmul_precision)
         if c.hardware.torch_threads > 0:
             torch.set_num_threads(c.hardware.torch_threads)
@@ -170,12 +175,15 @@ class Runner:
 
         staging = setup.build_staging(env, learner, c.run.num_envs)
 
-        setup.cold_start(learner, startup)
+        self.info.compile = setup.cold_start(learner, startup)
         tc["executor"] = training_config.executor_name(learner)
 
         t = time.perf_counter()
         obs, critic_obs = env.reset()
         startup["env_ready_s"] = time.perf_counter() - t
+        beside = getattr(env, "background_build_s", None)  # envs.g1_warp: built on a thread
+        if beside is not None:
+            self.info.beside["env_build_s"] = beside
         staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
         self._restore(learner, env, staging)
         steps = setup.build_steps(learner, staging, c.run.capture_device_steps, startup, closing)
@@ -186,7 +194,12 @@ class Runner:
             env, staging, c, self.collector_timeout_s, startup, closing
         )
         tc["env_step"] = collector.mode
+        tc["env_overlap"] = (
+            collector.overlap if isinstance(collector, DeviceCollector) else "collector_thread"
+        )
+        t = time.perf_counter()
         self.records.open_logger()  # TensorBoard, W&B (a resumed run continues its W&B run)
+        startup["logger_open_s"] = time.perf_counter() - t
         closing.callback(self.records.scalars.close)
         lifecycle.report_start(self.records, self.threshold)
         return Parts(env, learner, staging, steps, collector)
@@ -217,6 +230,8 @@ class Runner:
         # Wall seconds from the runner's start to its first iteration: what "since start"
         # adds to the loop's time_s (the startup parts above leave out the small steps between).
         rec.setup_s = rec.loop_t0 - self._run_t0
+        parts = sum(v for k, v in self.info.startup.items() if k != "cold_start_s")
+        self.info.startup["other_s"] = max(rec.setup_s - parts, 0.0)
         for k in range(st.done_iterations, iterations):
             if stopping.due(k):
                 break

@@ -106,6 +106,8 @@ class RunInfo:
     )
     git: dict[str, Any] = field(default_factory=dict)
     startup: dict[str, float] = field(default_factory=dict)
+    compile: dict[str, Any] = field(default_factory=dict)  # runner.setup.compile_delta
+    beside: dict[str, float] = field(default_factory=dict)  # what ran beside startup's parts
     # The model the envs step (envs.g1_model.model_record; None: a custom env factory's env):
     # carried by every checkpoint, so that resume can refuse another model and evaluate /
     # export use exactly this one.
@@ -323,6 +325,8 @@ class Records:
             "cold_start_s": info.startup.get("cold_start_s"),
             "startup": info.startup,
             "setup_s": self.setup_s,
+            "compile": info.compile,
+            "setup_beside": info.beside,
             "training_config": info.training_config,
             "iterations_planned": c.run.iterations,
             "iterations_done": st.done_iterations,

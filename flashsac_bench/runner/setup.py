@@ -4,10 +4,17 @@ collection that fits the env: a collector thread with host staging for a VecEnv 
 CPU), or the device collector with staging on the learner's device for a DeviceVecEnv (MuJoCo
 Warp). Whatever holds CUDA graphs is released by `closing` at the run's end, not whenever the
 garbage collector finds it (learner/graphs.py: a late release would break a later run's graphs).
+
+`startup`'s parts are disjoint and sum to setup_s (`other_s` is what lies between them);
+cold_start_s is the total of the compile / capture parts (learner_warmup_s,
+device_steps_capture_s, env_capture_s). summary.json's `compile` says what torch's compiler did
+in the learner's warmup: Dynamo's tracing, the backend (AOTAutograd and Inductor, loading from
+their caches or compiling) and the caches' hits and misses.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import ExitStack
 from typing import Any
@@ -21,6 +28,7 @@ from flashsac_bench.runner.collector import Collector, Staging
 from flashsac_bench.runner.device_collector import DeviceCollector, DeviceStaging
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.env_factory import warn_oversubscription
+from flashsac_bench.runner.env_lane import make_lane
 from flashsac_bench.runner.lifecycle import release_quietly
 
 
@@ -51,14 +59,73 @@ def build_learner(
     return learner
 
 
-def cold_start(learner: FlashSACLearner, startup: dict[str, float]) -> None:
+def cold_start(learner: FlashSACLearner, startup: dict[str, float]) -> dict[str, Any]:
     """Compile / capture the update cycle before any timing (every path runs, then undoes, one
-    untimed cycle); cold_start_s."""
+    untimed cycle): learner_warmup_s, which starts cold_start_s. Returns what torch's compiler
+    did meanwhile (summary.json's `compile`)."""
+    before = compile_facts()
     t = time.perf_counter()
     learner.warmup()
     if learner.device.type == "cuda":
         torch.cuda.synchronize(learner.device)
-    startup["cold_start_s"] = time.perf_counter() - t
+    startup["learner_warmup_s"] = startup["cold_start_s"] = time.perf_counter() - t
+    return compile_delta(before, compile_facts())
+
+
+# torch's compile-time metrics (torch._dynamo.utils.compilation_time_metrics): Dynamo's whole
+# compile of a frame, and the backend's part of it (AOTAutograd + Inductor); a backward
+# compiled on its first call (no AOTAutograd cache hit) is timed apart.
+_DYNAMO = "_compile.compile_inner"
+_BACKEND = ("OutputGraph.call_user_compiler", "compile_fx.<locals>.bw_compiler")
+# torch._dynamo.utils.counters: (group, counter) -> our name
+_CACHE_COUNTERS = {
+    ("inductor", "fxgraph_cache_hit"): "fx_graph_cache_hits",
+    ("inductor", "fxgraph_cache_miss"): "fx_graph_cache_misses",
+    ("inductor", "fxgraph_cache_bypass"): "fx_graph_cache_bypasses",
+    ("aot_autograd", "autograd_cache_hit"): "aot_autograd_cache_hits",
+    ("aot_autograd", "autograd_cache_miss"): "aot_autograd_cache_misses",
+    ("aot_autograd", "autograd_cache_bypass"): "aot_autograd_cache_bypasses",
+}
+
+
+def compile_facts() -> dict[str, float] | None:
+    """The process's compile totals so far (seconds and cache counts); None where torch's
+    compiler was never loaded (an eager run: nothing compiled, and no import to pay for)."""
+    if "torch._dynamo.utils" not in sys.modules:
+        return None
+    from torch._dynamo.utils import compilation_time_metrics, counters
+
+    def total(key: str) -> float:
+        return float(sum(compilation_time_metrics.get(key, ())))
+
+    facts = {"dynamo_total_s": total(_DYNAMO), "backend_s": sum(total(k) for k in _BACKEND)}
+    for (group, name), ours in _CACHE_COUNTERS.items():
+        facts[ours] = float(counters[group][name])
+    return facts
+
+
+def compile_delta(
+    before: dict[str, float] | None, after: dict[str, float] | None
+) -> dict[str, Any]:
+    """What happened between two `compile_facts`: seconds, counts, and whether torch's caches
+    for compiled graphs are on (Inductor's FX graph cache, AOTAutograd's cache); {} where
+    nothing was compiled."""
+    if after is None:
+        return {}
+    from torch._functorch import config as functorch_config
+    from torch._inductor import config as inductor_config
+
+    before = before or dict.fromkeys(after, 0.0)
+    d = {k: after[k] - before[k] for k in after}
+    backend = d.pop("backend_s")
+    dynamo_total = d.pop("dynamo_total_s")
+    return {
+        "dynamo_s": round(max(dynamo_total - backend, 0.0), 3),
+        "backend_s": round(backend, 3),
+        **{k: int(v) for k, v in d.items()},
+        "fx_graph_cache": bool(inductor_config.fx_graph_cache),
+        "aot_autograd_cache": bool(functorch_config.enable_autograd_cache),
+    }
 
 
 def describe_env(env: VecEnv | DeviceVecEnv, tc: dict[str, Any], cuda: bool) -> None:
@@ -103,13 +170,20 @@ def start_collector(
     closing: ExitStack,
 ) -> Collector | DeviceCollector:
     """The collector thread for a VecEnv; the device collector for a DeviceVecEnv, its env step
-    and packing captured as CUDA graphs when run.capture_device_steps asks (cold start)."""
+    and packing captured as CUDA graphs when run.capture_device_steps asks (cold start), its
+    tick beside the update where backend.warp.overlap asks (runner.env_lane)."""
     if isinstance(env, DeviceVecEnv):
         assert isinstance(staging, DeviceStaging)
         t = time.perf_counter()
-        device = DeviceCollector(env, staging)
+        opts = c.backend.warp_options()
+        lane = make_lane(staging.device, opts.overlap, opts.stream_priority)
+        device = DeviceCollector(env, staging, lane)
         closing.callback(release_quietly, device.release, "the device env's CUDA graphs")
+        closing.callback(device.close)  # before the env closes (a tick may still run)
         device.start(c.run.capture_device_steps)
+        leave = lane.enter_loop()  # the loop's own stream, where the lane asks for one
+        if leave is not None:
+            closing.callback(leave)
         startup["env_capture_s"] = time.perf_counter() - t
         startup["cold_start_s"] += startup["env_capture_s"]
         return device

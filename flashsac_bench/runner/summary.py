@@ -92,8 +92,13 @@ TIMING_SEMANTICS = {
     ),
     "setup_s": (
         "host wall time from the runner's start to its first iteration: env build (its workers "
-        "keep starting during the learner's build), learner build, compile and capture, "
-        "restore; startup holds the timed parts"
+        "or its Warp build keep going during the learner's build and compile), learner build, "
+        "compile and capture, restore; startup holds its disjoint parts, other_s what lies "
+        "between them, and cold_start_s their compile / capture total (learner_warmup_s + "
+        "device_steps_capture_s + env_capture_s); compile: what torch's compiler did in the "
+        "learner's warmup (Dynamo's tracing, the backend, the caches' hits and misses); "
+        "setup_beside: what ran on a thread beside those parts (the Warp env's build: its "
+        "wall time, of which env_ready_s was left to wait)"
     ),
     "rows": (
         "learning iterations only (warmup iterations with random actions and no update are "

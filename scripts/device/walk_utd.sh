@@ -8,7 +8,7 @@
 #   e.g. bash scripts/device/walk_utd.sh 570 "8:1:170 16:1:140 16:1:90:512 8:2:170::compile \
 #          8:1:170:::backend.workers=16"
 # UPDATES sets update.updates_per_step (policy_frequency stays 2: UPDATES/2 actor and
-# temperature updates); NUM_ENVS sets run.num_envs (default: the experiment's), PATH the execution
+# temperature updates; empty: the experiment's own, the run named "preset"); NUM_ENVS sets run.num_envs (default: the experiment's), PATH the execution
 # path (default: the experiment's; the run's name gains _PATH), OVERRIDES more Hydra overrides
 # for that run only, comma-separated (the run's name gains each one's last key part and value,
 # e.g. _workers16). STOP_AT_WALK=false
@@ -50,10 +50,11 @@ RUNS=()
 for item in $PLAN; do
   IFS=: read -r ups seed limit envs path extra <<< "$item"
   tag=""; for o in ${extra//,/ }; do k=${o%%=*}; tag+="_${k##*.}${o#*=}"; done
-  name=u${ups}${envs:+_e$envs}${path:+_$path}${tag}_s$seed; RUN=$W/utd/$name
+  label=preset; [ -n "$ups" ] && label=u$ups
+  name=$label${envs:+_e$envs}${path:+_$path}${tag}_s$seed; RUN=$W/utd/$name
   need=$((limit + 30)); [ "$EVAL" = 0 ] || need=$((need + ${EVAL_TIMEOUT:-120}))  # EVAL=end: its evaluations must still fit
   if [ "$(left)" -lt "$need" ]; then echo "skip $name: $(left) s left, needs $need"; continue; fi
-  train $RUN $W/logs/$name.log $limit update.name=u$ups update.updates_per_step=$ups \
+  train $RUN $W/logs/$name.log $limit ${ups:+update.name=u$ups update.updates_per_step=$ups} \
     run.seed=$seed run.stop_at_walk=${STOP_AT_WALK:-true} run.time_limit_s=$limit \
     ${envs:+run.num_envs=$envs} ${path:+path=$path} ${extra//,/ } "$@"
   echo "== $name rc=$? (at ${SECONDS}s)"

@@ -1,13 +1,14 @@
 """backend=mjwarp on a CUDA device: what a GPU machine must show before its figures count.
 Skipped without CUDA (tests/conftest.py) or without the [mjwarp] extra.
 
-- The whole control step (Warp's physics and the task's torch ops) captures as one CUDA graph,
-  and its replays compute the eager step's bits (in MuJoCo Warp's deterministic mode; by default
-  its GPU kernels may sum in another order from one call to the next).
+- The control step captures (the task's torch parts as torch graphs around Warp's graphs of the
+  physics), and its replays compute the eager step's bits (in MuJoCo Warp's deterministic mode;
+  by default its GPU kernels may sum in another order from one call to the next).
 - From the same states, the GPU's rows match the CPU backend's as on Warp's CPU device
   (tolerances ten times looser: GPU float32 kernels may round otherwise than the CPU's).
 - A training run on the cudagraph path replays graphs for the env step and the packing, keeps
-  the loop free of hidden host synchronizations, and writes its summary.
+  the loop free of hidden host synchronizations, and writes its summary; the env's tick runs on
+  its stream beside the update (the update starts before the tick ends).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import torch
 from flashsac_bench.cli.train import train
 from flashsac_bench.config.backend import BackendConfig, WarpOptions
 from flashsac_bench.envs import make_env
+from flashsac_bench.runner.device_collector import DeviceCollector
+from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.loop import Runner
 from tests.envs.test_g1_warp import TASK, _actions, _compare_rows, _cpu, _snapshot
 from tests.fakes.runs import read_summary, tiny_config
@@ -34,13 +37,14 @@ def _gpu_env(n: int = 6, deterministic: bool = False):
     return make_env(TASK, BackendConfig(name="mjwarp", warp=warp), n, 5)
 
 
-def test_the_step_captures_as_one_graph_that_replays_the_eager_step() -> None:
+def test_the_step_captures_as_graphs_that_replay_the_eager_step() -> None:
     actions = torch.as_tensor(_actions(n=6, steps=40, seed=3), device=DEVICE)
     static = torch.zeros_like(actions[0])
     with _gpu_env(deterministic=True) as eager, _gpu_env(deterministic=True) as graph:
         eager.reset()
         graph.reset()
-        assert graph.capture(static) and graph.step_mode == "cuda_graph"
+        assert graph.capture(static), graph.capture_error
+        assert graph.step_mode == "cuda_graph"
         ended = 0
         for x in actions:
             want = _snapshot(eager.step(x))
@@ -80,6 +84,41 @@ def test_a_cudagraph_run_replays_graphs_without_hidden_syncs(tmp_path, monkeypat
     tc = s["training_config"]
     assert s["complete"] and tc["env_mode"] == "device"
     assert tc["env_step"] == "cuda_graph, packing cuda_graphs"
+    assert tc["env_overlap"] == "stream (default priority)"
     assert tc["device_steps"] == "cuda_graphs"
     for row in s["rows_all"]:
         assert row["env_step_ms"] > 0 and row["collector_cycle_ms"] >= row["env_step_ms"]
+
+
+def test_the_env_tick_runs_beside_the_update(tmp_path, monkeypatch) -> None:
+    """Device time of every learning iteration: the update (on the loop's stream) starts
+    before the env's tick (on its lane's stream) ends. A serial order fails this."""
+    starts: list[torch.cuda.Event] = []
+    original_update = DeviceSteps.update
+
+    def update(self) -> None:
+        starts.append(torch.cuda.Event(enable_timing=True))
+        starts[-1].record()
+        original_update(self)
+
+    gaps: list[float] = []
+    original_wait = DeviceCollector.wait
+
+    def wait(self):
+        tick_start = self._events[0]
+        result = original_wait(self)  # joined: the tick's events have completed
+        if starts:
+            torch.cuda.synchronize()
+            start = starts.pop()
+            gaps.append(tick_start.elapsed_time(start) - result.cycle_ms)
+        return result
+
+    monkeypatch.setattr(DeviceSteps, "update", update)
+    monkeypatch.setattr(DeviceCollector, "wait", wait)
+    backend = {"name": "mjwarp", "warp": {"device": "cuda"}}
+    cfg = tiny_config(num_envs=512, iterations=24, path="cudagraph", hardware=CUDA, backend=backend)
+    train(cfg, run_dir=tmp_path)
+    assert read_summary(tmp_path)["training_config"]["env_overlap"].startswith("stream")
+    assert len(gaps) >= 16
+    # the update's start minus the tick's end: negative where they overlapped
+    assert sum(g < 0 for g in gaps) >= 0.9 * len(gaps), gaps

@@ -241,3 +241,19 @@ def test_plot_writes_the_named_file_and_nothing_else(tmp_path, monkeypatch):
     plot(records, setting_table(records), out)
     assert out.stat().st_size > 0
     assert sorted(p.name for p in tmp_path.rglob("*.png")) == ["walk_utd.png"]
+
+
+def test_runs_of_another_batch_or_learning_rate_are_settings_of_their_own():
+    runs = []
+    for seed, batch, lr in ((1, 2048, 3e-4), (2, 2048, 3e-4), (1, 4096, 3e-4), (1, 4096, 4.24e-4)):
+        run = _run(seed, "cudagraph")
+        run.summary["training_config"]["batch_size"] = batch
+        run.summary["config"] = {"learner": {"lr_peak": lr}}
+        runs.append(walk_record(run))
+    assert runs[0]["path"] == "cudagraph, batch 2048, lr 0.0003"
+    rows = setting_table(runs)
+    assert [(r["path"], r["seeds"]) for r in rows] == [
+        ("cudagraph, batch 2048, lr 0.0003", [1, 2]),
+        ("cudagraph, batch 4096, lr 0.0003", [1]),
+        ("cudagraph, batch 4096, lr 0.000424", [1]),
+    ]

@@ -168,6 +168,14 @@ def test_training_config_command_and_environment(tiny_run):
     assert all(st[k] >= 0 for k in parts)
     assert st["cold_start_s"] >= st["device_steps_capture_s"]
     assert sum(st[k] for k in parts) <= s["setup_s"] < sum(st[k] for k in parts) + 5.0
+    # the disjoint parts (cold_start_s is a total of three of them) account for all of it
+    disjoint = [k for k in st if k != "cold_start_s"]
+    assert sum(st[k] for k in disjoint) == pytest.approx(s["setup_s"], abs=1e-6)
+    captures = st["learner_warmup_s"] + st["device_steps_capture_s"] + st.get("env_capture_s", 0)
+    assert st["cold_start_s"] == pytest.approx(captures)
+    assert {"before_setup_s", "logger_open_s", "other_s"} <= st.keys()
+    compiled = s["compile"]  # the eager path compiles nothing
+    assert compiled == {} or (compiled["dynamo_s"] == 0 and compiled["backend_s"] == 0)
     # replay fills up to its capacity (16 x 16 rows) and stays there
     assert [r["replay_rows"] for r in s["rows_all"]][-1] == 256
     assert (run_dir / "checkpoints" / "iter_0000030.pt").is_file()

@@ -130,3 +130,41 @@ def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
     ta, tb = a["learner"]["tensors"], b["learner"]["tensors"]
     assert [k for k in ta if not torch.equal(ta[k], tb[k])] == []
     assert torch.equal(a["replay"]["storage"], b["replay"]["storage"])
+
+
+def test_a_stream_lane_runs_the_tick_beside_the_callers_work():
+    """runner.env_lane: the tick (a kernel of known length on the lane's stream) and the
+    update queued after it on the caller's stream overlap in device time; the serial lane
+    puts them one after the other (so the measure can fail)."""
+    from flashsac_bench.runner.env_lane import make_lane
+
+    device = torch.device("cuda")
+    cycles = 50_000_000  # tens of ms on any GPU: far longer than the launches between
+
+    def measure(overlap: bool) -> tuple[float, float]:
+        lane = make_lane(device, overlap=overlap, priority="default")
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+
+        def tick() -> None:
+            events[0].record()
+            torch.cuda._sleep(cycles)
+            events[1].record()
+
+        try:
+            origin = torch.cuda.Event(enable_timing=True)
+            origin.record()
+            lane.run(tick)
+            events[2].record()  # the update, on the caller's stream
+            torch.cuda._sleep(cycles)
+            events[3].record()
+            lane.join()
+            torch.cuda.synchronize()
+        finally:
+            lane.close()
+        t = [origin.elapsed_time(e) for e in events]
+        return t[2] - t[1], (t[1] - t[0]) + (t[3] - t[2])  # update start - tick end, both spans
+
+    gap, spans = measure(overlap=True)
+    assert gap < 0, "the update waited for the tick"
+    serial_gap, _ = measure(overlap=False)
+    assert serial_gap >= 0

@@ -32,7 +32,10 @@ def test_the_smoke_command_trains_and_writes_its_summary(tmp_path: Path) -> None
     assert s["complete"] and s["iterations_done"] == 100
     tc = s["training_config"]
     assert tc["backend"] == "mjwarp" and tc["env_mode"] == "device"
-    assert tc["env_step"].startswith("warp_graph")
+    assert tc["env_step"].startswith("warp_graph") and tc["env_overlap"] == "thread"
+    # the Warp build ran on its thread beside the learner's build: its wall time is recorded,
+    # and what was left of it is the wait at the first reset
+    assert s["setup_beside"]["env_build_s"] > s["startup"]["env_ready_s"] >= 0
     learned = [r for r in s["rows_all"] if r["critic_loss"] is not None]
     assert learned and all(np.isfinite(r["critic_loss"]) for r in learned)
     assert sum(r["episodes_done"] for r in s["rows_all"]) > 0
