@@ -103,14 +103,17 @@ def _load(path: Path) -> Any:
     (runner.torch_files): a UniLab file holds tensors and plain containers only, and so does
     ours; a file that holds pickled objects is refused and runs nothing."""
     from flashsac_bench.runner.checkpoint import LEGACY_NOTE, load_checkpoint
-    from flashsac_bench.runner.torch_files import from_plain, safe_load
+    from flashsac_bench.runner.torch_files import MalformedValueError, from_plain, safe_load
 
     payload = safe_load(
         path, what="torch checkpoint", error=ConversionError, legacy_note=LEGACY_NOTE
     )
     if isinstance(payload, dict) and "learner" in payload and "format" in payload:
-        return load_checkpoint(path)  # ours: its format and finite learner state checked too
-    return from_plain(payload)
+        return load_checkpoint(path)  # ours: its format and values checked too
+    try:
+        return from_plain(payload)
+    except MalformedValueError as err:
+        raise ConversionError(f"{path}: {err}") from None
 
 
 def _save(path: Path, obj: Any, overwrite: bool) -> Path:
@@ -165,6 +168,10 @@ def unilab_to_flashsac(
         seed=config.run.seed,
     )
     ui.load_unilab_state(learner, sd)
+    from flashsac_bench.runner.checkpoint_probe import probe_learner
+
+    if problem := probe_learner(learner):
+        raise ConversionError(f"{source}: {problem}")
     # The training_config every checkpoint holds.
     tc = {**training_config.static(config), **training_config.learner_fields(learner, dims)}
     update_count = int(sd["update_count"])

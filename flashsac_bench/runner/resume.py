@@ -31,6 +31,7 @@ from flashsac_bench.runner.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from flashsac_bench.runner.checkpoint_probe import probe_payload
 from flashsac_bench.runner.liveness import HEARTBEAT_NAME, run_dir_writer
 from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
 from flashsac_bench.runner.writes import move_aside
@@ -296,6 +297,8 @@ def plan_resume(
         )
         return plan
     check_compatible(plan, config, training_config, model)
+    if problem := probe_payload(plan.payload or {}, config.learner):
+        raise ResumeError(f"{plan.path}: {problem}")
     return plan
 
 
