@@ -259,7 +259,7 @@ class Runner:
                 lifecycle.collect_checkpoint(rec, self.writer, wait=False)
         st.stopped_by = stopping.reason
         self._record_waiting_row(p, progress)
-        rec.flush_window()
+        stopping.saw_last(rec.flush_window())  # the last (partial) window is judged too
 
     def _record_waiting_row(self, p: Parts, progress: Progress | None) -> None:
         """Build the last iteration's row, its late values read after a device sync (between
