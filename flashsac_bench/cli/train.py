@@ -33,7 +33,7 @@ from flashsac_bench.cli.runtime_checks import check_runtime
 from flashsac_bench.config import ConfigError, register_configs, to_config
 from flashsac_bench.config.root import Config
 from flashsac_bench.runner.env_factory import EnvFactory
-from flashsac_bench.runner.faults import EnvLostError
+from flashsac_bench.runner.faults import EnvLostError, StartInterrupted
 
 if TYPE_CHECKING:  # imported where used: --help and bad input answer without torch
     from flashsac_bench.runner.loop import Runner
@@ -205,6 +205,8 @@ def _run(
     except KeyboardInterrupt as err:
         if isinstance(err, Aborted):
             raise
+        if isinstance(err, StartInterrupted):  # before the loop: nothing to save
+            raise Aborted(f"{err}; {err.hint}" if err.hint else str(err), err.code) from None
         raise Aborted(_abort_message(runner, err)) from None
     except CollectorError as err:
         if not _env_lost(runner, err):
@@ -289,7 +291,7 @@ def main(app: Callable[[], Any]) -> None:
             raise
         text = str(err) if isinstance(err, Aborted) else "aborted"
         print(f"flashsac_bench: {errors.one_line(text)}", file=sys.stderr)
-        raise SystemExit(130) from None
+        raise SystemExit(err.code if isinstance(err, Aborted) else 130) from None
     except SystemExit as err:
         if err.code not in (0, None, 1, 2):  # 128 + signal: an interrupted run
             _after_sweep_interrupt(plan, argv)

@@ -1,5 +1,6 @@
-"""How a run stops and what it keeps: signals, checkpoints (written and restored), and the status
-its summary ends with (complete, interrupted, failed)."""
+"""How a run stops and what it keeps: signals (runner.signals: honoured in every phase),
+checkpoints (written and restored), and the status its summary ends with (complete,
+interrupted, failed)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import copy
 import logging
 import re
 import signal
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +27,7 @@ from flashsac_bench.runner.checkpoint import (
 from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.env_factory import EnvFactory, env_factory_is_default
+from flashsac_bench.runner.faults import StartInterrupted
 from flashsac_bench.runner.liveness import RunDirBusyError, RunDirLock
 from flashsac_bench.runner.records import Records, RunState
 from flashsac_bench.runner.resume import (
@@ -34,40 +35,49 @@ from flashsac_bench.runner.resume import (
     RunDirInUseError,
     plan_resume,
     recheck_locked,
+    restart_command,
     resume_command,
     set_aside_earlier_attempt,
 )
+from flashsac_bench.runner.signals import Signals
+from flashsac_bench.runner.signals import phase as phase  # the loop names its setup phases
 from flashsac_bench.runner.summary import SUMMARY_NAME
 from flashsac_bench.runner.writes import DISK_FULL_ERRNOS, write_error
 
 log = logging.getLogger("flashsac_bench.runner")
 
 
-class Signals:
-    """First SIGINT / SIGTERM: stop at the end of the current iteration (then checkpoint and a
-    partial summary). A second one raises KeyboardInterrupt at once."""
+def run_signals(records: Records) -> Signals:
+    """The run's signal handling (runner.signals); a main thread held in native code during
+    the setup gets its summary written and the one line printed by the watchdog."""
+    signals: Signals
 
-    def __init__(self) -> None:
-        self.requested: str | None = None
-        self._old: dict[int, Any] = {}
+    def on_stuck(signame: str, where: str) -> str:
+        if signals.in_loop:  # a second signal, unheard: what KeyboardInterrupt does
+            err: BaseException = KeyboardInterrupt(signame)
+            text = f"aborted by a second {signame} during iteration {records.state.done_iterations}"
+        else:
+            err = StartInterrupted(signame, int(getattr(signal, signame)), where)
+            text = str(err)
+        record_failure(records, err)
+        hint = getattr(err, "hint", None) or restart_hint(records)
+        return f"{text}; {hint}"
 
-    def __enter__(self) -> Signals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
+    signals = Signals(on_stuck)
+    return signals
 
-    def _handle(self, signum: int, frame: object) -> None:
-        name = signal.Signals(signum).name
-        if self.requested is None:
-            self.requested = name
-            log.warning("%s: stopping after this iteration (send again to abort at once)", name)
-            return
-        raise KeyboardInterrupt(name)
 
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
+def restart_hint(records: Records) -> str:
+    """How a run that stopped before its first checkpoint starts again (or, resumed from
+    elsewhere, continues from where it was resumed)."""
+    source = records.state.resumed_from
+    if source is not None and Path(source).parent.parent != records.run_dir:
+        cmd = resume_command(records.info.command, records.run_dir, Path(source))
+        return f"nothing of it was saved; continue from {source} with: {cmd}"
+    return (
+        "nothing of it was saved; start it again with: "
+        f"{restart_command(records.info.command, records.run_dir)}"
+    )
 
 
 # ---------------------------------------------------------------------------- checkpoints
@@ -334,7 +344,10 @@ def record_failure(records: Records, err: BaseException) -> None:
     state = records.state
     if isinstance(err, SystemExit) and state.status == "interrupted":
         return  # report_end already wrote everything
-    if isinstance(err, KeyboardInterrupt):
+    if isinstance(err, StartInterrupted):
+        state.status, state.reason = "interrupted", f"{err}; nothing was saved"
+        err.hint = restart_hint(records)
+    elif isinstance(err, KeyboardInterrupt):
         state.status = "interrupted"
         state.reason = (
             f"KeyboardInterrupt ({err or 'SIGINT'}) during iteration {state.done_iterations}; "

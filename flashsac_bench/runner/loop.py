@@ -122,7 +122,7 @@ class Runner:
         run_dir_lock = lifecycle.hold_run_dir(self.records, plan)
         self.info.git = git_info()
         # `closing` undoes setup, however far it got, after a failure has been recorded.
-        with run_dir_lock, lifecycle.Signals() as signals, ExitStack() as closing:
+        with run_dir_lock, lifecycle.run_signals(self.records) as signals, ExitStack() as closing:
             try:
                 heartbeat = Heartbeat(self.run_dir, lambda: self.state.done_iterations)
                 closing.callback(heartbeat.start().stop)
@@ -158,25 +158,30 @@ class Runner:
         # shards while this process builds and compiles the learner; env_ready_s is the wait
         # that is left at the first reset.
         t = time.perf_counter()
+        lifecycle.phase("env build")  # what an interrupt and the progress lines name
         env = build_env(self.env_factory, c.task, c.backend, c.run.num_envs, c.run.seed)
         closing.callback(self._close_env, env)
         startup["env_build_s"] = time.perf_counter() - t
         setup.describe_env(env, tc, cuda)
         dims = Dims(env.obs_dim, env.critic_obs_dim, env.action_dim)
 
+        lifecycle.phase("learner build")
         learner = setup.build_learner(c, dims, self.device, startup, closing)
         tc.update(training_config.learner_fields(learner, dims))
         self.info.device = device_info(self.device)
 
         staging = setup.build_staging(env, learner, c.run.num_envs)
 
+        lifecycle.phase("compile and capture")
         setup.cold_start(learner, startup)
         tc["executor"] = training_config.executor_name(learner)
 
         t = time.perf_counter()
+        lifecycle.phase("env worker start")
         obs, critic_obs = env.reset()
         startup["env_ready_s"] = time.perf_counter() - t
         staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
+        lifecycle.phase("checkpoint restore and step capture")
         self._restore(learner, env, staging)
         steps = setup.build_steps(learner, staging, c.run.capture_device_steps, startup, closing)
         tc["device_steps"] = steps.mode

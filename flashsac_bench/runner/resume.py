@@ -404,6 +404,18 @@ def resume_command(command: dict[str, Any], run_dir: Path, source: Path | None =
     return shlex.join(["python", "-m", "flashsac_bench", *args])
 
 
+def restart_command(command: dict[str, Any], run_dir: Path) -> str:
+    """The exact command that starts a run again in its own run dir, whatever an earlier attempt
+    left there (run.resume=auto: continue from a checkpoint if there is one, else start over,
+    the earlier attempt's files set aside)."""
+    overrides = command.get("overrides")
+    if overrides is None:  # called through the API, not the CLI
+        return f"train(config with run.resume={AUTO!r}, run_dir={str(run_dir)!r})"
+    kept = _without(list(overrides), "run.resume", "hydra.run.dir")
+    args = [*kept, f"run.resume={AUTO}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
+    return shlex.join(["python", "-m", "flashsac_bench", *args])
+
+
 def sweep_resume_command(argv: list[str], sweep_dir: Path) -> str:
     """The exact command that resumes a sweep: the same sweep into the same dir, every job with
     run.resume=auto (continue from its checkpoint, skip when complete, else start)."""

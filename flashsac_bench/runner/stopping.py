@@ -1,6 +1,7 @@
 """When a run ends before run.iterations: the loop asks `Stopping.due` before each iteration.
 
-A signal (Ctrl-C, SIGTERM) ends it interrupted (runner.lifecycle.Signals). Two rules end it
+A signal (Ctrl-C, SIGTERM) ends it interrupted (runner.signals; a Stopping is made when the
+setup is done, and from then on a first signal ends the current iteration). Two rules end it
 complete, with the rule as its `stopped_by`:
 - run.time_limit_s: the seconds since the runner started (setup included) have run out;
 - run.stop_at_walk: a logged window met the walking thresholds, judged as the learning analysis
@@ -41,6 +42,7 @@ class Stopping:
         self.tracking_top = config.task.rewards.tracking_lin_vel * config.task.ctrl_dt
         self.run_t0 = run_t0
         self.signals = signals
+        signals.loop_started()  # the setup is done: a first signal now ends the loop's iteration
         self.reason: str | None = None  # the rule that ended the run
         self._walked: str | None = None
         self._not_learning: str | None = None
