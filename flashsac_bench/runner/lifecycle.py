@@ -60,11 +60,22 @@ def run_signals(records: Records) -> Signals:
             err = StartInterrupted(signame, int(getattr(signal, signame)), where)
             text = str(err)
         record_failure(records, err)
-        hint = getattr(err, "hint", None) or restart_hint(records)
+        hint = getattr(err, "hint", None) or continue_hint(records)
         return f"{text}; {hint}"
 
     signals = Signals(on_stuck)
     return signals
+
+
+def continue_hint(records: Records) -> str:
+    """Where a run that ended at once goes on from: its last checkpoint, else from the start."""
+    from flashsac_bench.runner.liveness import last_checkpoint
+
+    ckpt = last_checkpoint(records.run_dir) if records.run_dir.is_dir() else None
+    if ckpt is None:
+        return restart_hint(records)
+    cmd = resume_command(records.info.command, records.run_dir)
+    return f"last checkpoint {ckpt}; continue with: {cmd}"
 
 
 def restart_hint(records: Records) -> str:

@@ -162,3 +162,40 @@ def test_every_loader_refuses_an_interpolation_and_reads_no_environment(
     line = _refused(_loader(loader, path, tmp_path), str(path), "holds an interpolation")
     assert "never resolved" in line
     assert not (tmp_path / "out").exists() and not (tmp_path / "resumed").exists()
+
+
+NOT_A_G1 = b"<mujoco><worldbody><body><freejoint/><geom size='0.1'/></body></worldbody></mujoco>"
+
+
+def _stored_model_not_a_g1(p: dict[str, Any]) -> None:
+    p["model"] = {"model_file": "/elsewhere/m.xml", "sha256": "0" * 64, "main": "m.xml",
+                  "files": {"m.xml": NOT_A_G1}, "outside": []}  # fmt: skip
+    p["config"]["task"]["model_file"] = "/elsewhere/m.xml"
+
+
+@pytest.mark.parametrize(
+    ("loader", "craft", "named"),
+    [
+        ("evaluate", _stored_model_not_a_g1, "stored model (/elsewhere/m.xml) is not a usable G1"),
+        ("export", _stored_model_not_a_g1, "site 'imu_in_torso'"),
+        ("evaluate", _outside_model, "stored model file '../../x' lies outside its folder"),
+        ("convert", "malformed array", "env.phase: 64 bytes do not fill shape (999, 999)"),
+    ],
+    ids=["not_a_g1_evaluate", "not_a_g1_export", "files_outside", "malformed_array_convert"],
+)
+def test_crafted_stored_models_and_arrays_are_one_line_and_write_nothing(
+    loader, craft, named, trained_run, tmp_path
+):
+    path = tmp_path / "run" / "checkpoints" / trained_run.checkpoint.name
+    if craft == "malformed array":
+        raw = {"format": CHECKPOINT_FORMAT, **load_checkpoint(trained_run.checkpoint)}
+        raw["env"], raw["staging"] = to_plain(raw["env"]), to_plain(raw["staging"])
+        raw["env"]["phase"]["shape"] = [999, 999]
+        path.parent.mkdir(parents=True)
+        torch.save(raw, path)
+    else:
+        crafted = load_checkpoint(trained_run.checkpoint)
+        craft(crafted)
+        save_checkpoint(path, {k: v for k, v in crafted.items() if k != "format"})
+    _refused(_loader(loader, path, tmp_path), str(path), named)
+    assert not (tmp_path / "out").exists()
