@@ -206,6 +206,11 @@ def check_payload(path: Path, payload: dict[str, Any]) -> None:
     except ConfigError as err:
         raise CheckpointError(f"{path}: {err}") from None
     _check_model(path, payload.get("model"))
+    logger = payload.get("logger")
+    if logger is not None and not (
+        isinstance(logger, dict) and all(isinstance(v, str | None) for v in logger.values())
+    ):
+        raise CheckpointError(f"{path}: its logger state is not a mapping of names")
     _check_learner(path, payload["learner"])
     _check_replay(path, payload.get("replay"))
 
