@@ -32,11 +32,12 @@ class EnvLostError(RunFaultError):
 
 class StartInterrupted(KeyboardInterrupt):
     """SIGINT / SIGTERM before a run's first iteration (runner.signals): the run stops at once,
-    its setup undone; nothing was saved, and `hint` (set by the runner) says how to start it
-    again. Exit status 128 + the signal, as for an interrupted loop."""
+    its setup undone, nothing of it saved; the runner completes the message (what was kept) and
+    sets `hint` (the command that starts it again). Exit status 128 + the signal, as for an
+    interrupted loop."""
 
     def __init__(self, signame: str, signum: int, where: str) -> None:
-        super().__init__(f"interrupted by {signame} during {where}, before the first checkpoint")
+        super().__init__(f"interrupted by {signame} during {where}")
         self.signame, self.signum, self.where = signame, signum, where
         self.hint: str | None = None
 

@@ -48,47 +48,55 @@ log = logging.getLogger("flashsac_bench.runner")
 
 
 def run_signals(records: Records) -> Signals:
-    """The run's signal handling (runner.signals); a main thread held in native code during
-    the setup gets its summary written and the one line printed by the watchdog."""
+    """The run's signal handling (runner.signals); when the main thread is held in native code
+    and cannot hear a signal, the watchdog writes the summary and the line its handler's
+    exception would have."""
     signals: Signals
 
     def on_stuck(signame: str, where: str) -> str:
         if signals.in_loop:  # a second signal, unheard: what KeyboardInterrupt does
-            err: BaseException = KeyboardInterrupt(signame)
-            text = f"aborted by a second {signame} during iteration {records.state.done_iterations}"
-        else:
-            err = StartInterrupted(signame, int(getattr(signal, signame)), where)
-            text = str(err)
+            done = records.state.done_iterations
+            record_failure(records, KeyboardInterrupt(signame))
+            return (
+                f"aborted by a second {signame} during iteration {done}; {continue_hint(records)}"
+            )
+        err = StartInterrupted(signame, int(getattr(signal, signame)), where)
         record_failure(records, err)
-        hint = getattr(err, "hint", None) or continue_hint(records)
-        return f"{text}; {hint}"
+        return f"{err}; {err.hint}"
 
     signals = Signals(on_stuck)
     return signals
 
 
 def continue_hint(records: Records) -> str:
-    """Where a run that ended at once goes on from: its last checkpoint, else from the start."""
+    """Where a run that ended at once goes on from: its last checkpoint, else the start."""
     from flashsac_bench.runner.liveness import last_checkpoint
 
     ckpt = last_checkpoint(records.run_dir) if records.run_dir.is_dir() else None
     if ckpt is None:
-        return restart_hint(records)
+        cmd = restart_command(records.info.command, records.run_dir)
+        return f"no checkpoint was written; start it again with: {cmd}"
     cmd = resume_command(records.info.command, records.run_dir)
     return f"last checkpoint {ckpt}; continue with: {cmd}"
 
 
-def restart_hint(records: Records) -> str:
-    """How a run that stopped before its first checkpoint starts again (or, resumed from
-    elsewhere, continues from where it was resumed)."""
-    source = records.state.resumed_from
-    if source is not None and Path(source).parent.parent != records.run_dir:
-        cmd = resume_command(records.info.command, records.run_dir, Path(source))
-        return f"nothing of it was saved; continue from {source} with: {cmd}"
-    return (
-        "nothing of it was saved; start it again with: "
-        f"{restart_command(records.info.command, records.run_dir)}"
-    )
+def _stopped_before_the_loop(records: Records, err: StartInterrupted) -> None:
+    """Complete the message of a run stopped before its first iteration (what was kept) and set
+    its hint (the command that starts it again, or continues the run it resumed)."""
+    command, run_dir, source = records.info.command, records.run_dir, records.state.resumed_from
+    if source is None:
+        kept = "before the first checkpoint: nothing was saved"
+        err.hint = f"start it again with: {restart_command(command, run_dir)}"
+    else:
+        kept = f"before its first iteration: {source} is unchanged"
+        own = Path(source).parent.parent == run_dir  # run.resume=auto continues from it
+        cmd = (
+            restart_command(command, run_dir)
+            if own
+            else resume_command(command, run_dir, Path(source))
+        )
+        err.hint = f"continue with: {cmd}"
+    err.args = (f"{err}, {kept}",)
 
 
 # ---------------------------------------------------------------------------- checkpoints
@@ -356,8 +364,8 @@ def record_failure(records: Records, err: BaseException) -> None:
     if isinstance(err, SystemExit) and state.status == "interrupted":
         return  # report_end already wrote everything
     if isinstance(err, StartInterrupted):
-        state.status, state.reason = "interrupted", f"{err}; nothing was saved"
-        err.hint = restart_hint(records)
+        _stopped_before_the_loop(records, err)
+        state.status, state.reason = "interrupted", str(err)
     elif isinstance(err, KeyboardInterrupt):
         state.status = "interrupted"
         state.reason = (
