@@ -32,15 +32,18 @@ def probe_batch(obs_dim: int) -> torch.Tensor:
     return torch.cat([normal * scale for scale in PROBE_SCALES])
 
 
-def _verdict(mean: torch.Tensor, log_std: torch.Tensor) -> str | None:
-    rows = mean.shape[0]
-    bad_rows = int((~torch.isfinite(mean).all(-1) | ~torch.isfinite(log_std).all(-1)).sum())
+def _verdict(actions: torch.Tensor, *more: torch.Tensor) -> str | None:
+    """What is wrong with the probe batch's actions (and the other outputs `more`, per row)."""
+    finite = torch.isfinite(actions).all(-1)
+    for t in more:
+        finite &= torch.isfinite(t).all(-1)
+    bad_rows = int((~finite).sum())
     if bad_rows:
         return (
-            f"its actor gives non-finite outputs for {bad_rows} of {rows} probe observations: "
-            "this policy cannot act (its weights or BatchNorm statistics are broken)"
+            f"its actor gives non-finite outputs for {bad_rows} of {actions.shape[0]} probe "
+            "observations: this policy cannot act (its weights or BatchNorm statistics are "
+            "broken)"
         )
-    actions = torch.tanh(mean)
     if not bool((actions.abs() <= 1.0).all()):
         return "its actor's actions on the probe observations leave [-1, 1]"
     return None
@@ -48,21 +51,10 @@ def _verdict(mean: torch.Tensor, log_std: torch.Tensor) -> str | None:
 
 @torch.no_grad()
 def probe_learner(learner: FlashSACLearner) -> str | None:
-    """What is wrong with the learner's acting policy on the probe batch; None when it acts."""
-    st, s = learner.statics, learner.state
-    obs = probe_batch(learner.dims.obs).to(s.actor_params.device)
-    mean, log_std = actor_policy(
-        st.actor_param_layout,
-        st.actor_buffer_layout,
-        s.actor_params,
-        s.actor_buffers,
-        obs,
-        st.actor_spec,
-        st.norm,
-        st.mm_dtype,
-        st.gemm_align,
-    )
-    return _verdict(mean.float(), log_std.float())
+    """What is wrong with the learner's acting policy on the probe batch (its deterministic
+    actions, as evaluate and export use it); None when it acts."""
+    obs = probe_batch(learner.dims.obs).to(learner.device)
+    return _verdict(learner.act_deterministic(obs).float())
 
 
 @torch.no_grad()
@@ -96,4 +88,4 @@ def probe_payload(payload: dict[str, Any], cfg: LearnerConfig) -> str | None:
         norm,
         torch.float32,
     )
-    return _verdict(mean, log_std)
+    return _verdict(torch.tanh(mean), mean, log_std)
