@@ -5,9 +5,10 @@ cannot act: weights that overflow in a matmul give NaN actions for every input, 
 or resumed policy would carry them on. So before evaluate, export, convert or a resume use a
 checkpoint's learner, its actor runs (eval mode: BatchNorm running statistics, as it acts) on a
 fixed batch: zero observations, and standard-normal ones at scales 1, 10 and 100 (the BatchNorm
-statistics normalize whatever the env gives). Its mean and log-std must be finite and its
-actions, tanh(mean), in [-1, 1]; `probe_payload` also says when the actor's tensors do not fit
-the config's network sizes.
+statistics normalize whatever the env gives). Its actions, tanh(mean), must be finite and in
+[-1, 1]; read from a checkpoint before any learner is built (`probe_payload`: the preflight of
+a resume), its mean and log-std must be finite too, and its tensors must fit the config's
+network sizes.
 """
 
 from __future__ import annotations
