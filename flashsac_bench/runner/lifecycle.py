@@ -329,6 +329,7 @@ def report_start(records: Records, threshold: int) -> None:
 
 def end_status(state: RunState, iterations: int, signals: Signals) -> None:
     """The status of a loop that ended without an error (a checkpoint follows)."""
+    signals.finishing_started()  # decided here: a signal from now on does not change it
     if state.done_iterations >= iterations or (state.stopped_by and not signals.requested):
         state.status, state.reason = "complete", None
     else:

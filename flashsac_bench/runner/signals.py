@@ -5,7 +5,8 @@ restoring a checkpoint) there is nothing to save yet: the first signal stops the
 (StartInterrupted: the setup is undone, the summary says `interrupted` and why, and the one
 line names the command that starts the run again, `run.resume=auto`). In the loop the first
 signal ends the run after the current iteration with a checkpoint, and a second one at once
-(KeyboardInterrupt), as before.
+(KeyboardInterrupt), as before; once the loop is over (the final checkpoint) a first signal
+changes nothing but is answered, a second one aborts.
 
 Python runs a signal handler only when the main thread executes bytecode: a main thread held in
 native code (a MuJoCo or Warp build, a compile, a large allocation) would hear Ctrl-C only when
@@ -63,8 +64,10 @@ class Signals:
     it returns the one line to print."""
 
     def __init__(self, on_stuck: Callable[[str, str], str] | None = None) -> None:
-        self.requested: str | None = None
+        self.requested: str | None = None  # the first signal, before or in the loop
+        self.late: str | None = None  # the first signal once the run is finishing
         self.in_loop = False
+        self.finishing = False
         self.phase_name = "setup"
         self.phase_t0 = time.perf_counter()
         self._on_stuck = on_stuck
@@ -114,6 +117,11 @@ class Signals:
     def loop_started(self) -> None:
         self.in_loop = True
 
+    def finishing_started(self) -> None:
+        """The loop is over and its status decided: a first signal now only says that the run
+        is writing its final checkpoint (a second one aborts it)."""
+        self.finishing = True
+
     def _where(self) -> str:
         return f"the {self.phase_name} ({time.perf_counter() - self.phase_t0:.1f} s in)"
 
@@ -121,13 +129,16 @@ class Signals:
     def _handle(self, signum: int, frame: object) -> None:
         self._handled += 1
         name = signal.Signals(signum).name
-        if self.requested is None:
-            self.requested = name
-            if not self.in_loop:
-                raise StartInterrupted(name, signum, self._where())
-            log.warning("%s: stopping after this iteration (send again to abort at once)", name)
+        if self.requested is not None or self.late is not None:
+            raise KeyboardInterrupt(name)
+        if self.finishing:
+            self.late = name
+            log.warning("%s: writing the final checkpoint (send again to abort at once)", name)
             return
-        raise KeyboardInterrupt(name)
+        self.requested = name
+        if not self.in_loop:
+            raise StartInterrupted(name, signum, self._where())
+        log.warning("%s: stopping after this iteration (send again to abort at once)", name)
 
     # ------------------------------------------------------------------ the watchdog
     def _watch(self) -> None:
@@ -147,7 +158,8 @@ class Signals:
             del heard[: max(0, len(heard) - (seen - self._handled))]  # the handled ones
             if heard and now - heard[0][1] >= GRACE_S and not self._done.is_set():
                 signum = heard[0][0]
-                if not self.in_loop or self.requested is not None or len(heard) > 1:
+                once = self.requested is not None or self.late is not None or len(heard) > 1
+                if not self.in_loop or once:
                     self._end_process(signum)  # in the setup, or a second signal: at once
                 if acknowledged < seen:
                     acknowledged = seen

@@ -117,3 +117,15 @@ def test_a_long_setup_phase_prints_progress_lines(monkeypatch, caplog):
             time.sleep(1.0)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("still in")]
     assert len(lines) >= 2 and all("the env build (" in ln for ln in lines), lines
+
+
+def test_a_first_signal_while_the_final_checkpoint_is_written_changes_nothing():
+    with run_signals.Signals() as sig:
+        sig.loop_started()
+        sig.finishing_started()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        assert sig.requested is None and sig.late == "SIGINT"  # the status stays as decided
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
