@@ -41,10 +41,10 @@ log = logging.getLogger("flashsac_bench.runner")
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 # Seconds the main thread has to run its handler before the watchdog acts for it.
-GRACE_S = 1.2
+GRACE_S = 1.0
 # Seconds between two progress lines of one setup phase.
 PROGRESS_EVERY_S = 10.0
-_TICK_S = 0.2
+_TICK_S = 0.1
 
 _current: Signals | None = None
 
