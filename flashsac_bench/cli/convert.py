@@ -39,6 +39,7 @@ import torch
 from flashsac_bench.cli.tool import Tool, run_tool
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.run import MAX_ITERATIONS
 from flashsac_bench.interop import unilab as ui
 from flashsac_bench.interop.unilab import ConversionError
 
@@ -85,6 +86,12 @@ def read_source(source: str) -> tuple[Path, str, dict[str, Any]]:
     if "learner" in payload and "format" in payload:
         return path, "flashsac_bench", payload
     if "actor" in payload and "critic" in payload and "update_count" in payload:
+        count = payload["update_count"]
+        if type(count) is not int or not 0 <= count <= MAX_ITERATIONS:
+            raise ConversionError(
+                f"{path}: update_count={count!r} must be a whole number in [0, "
+                f"{MAX_ITERATIONS}] (the iteration a converted checkpoint continues at)"
+            )
         ui.architecture(payload)  # raises a one-line ConversionError for a non-FlashSAC one
         if bad := non_finite(payload):
             raise ConversionError(
@@ -174,7 +181,7 @@ def unilab_to_flashsac(
         raise ConversionError(f"{source}: {problem}")
     # The training_config every checkpoint holds.
     tc = {**training_config.static(config), **training_config.learner_fields(learner, dims)}
-    update_count = int(sd["update_count"])
+    update_count = int(sd["update_count"])  # checked when read (read_source)
     return {
         "format": CHECKPOINT_FORMAT,
         "kind": LEARNER_ONLY,

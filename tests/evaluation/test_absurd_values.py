@@ -152,9 +152,7 @@ def test_every_loader_refuses_a_policy_that_cannot_act(
 
 
 @pytest.mark.parametrize("loader", ["evaluate", "resume"])  # export, convert: load as evaluate
-def test_a_stored_interpolation_is_refused_and_reads_no_environment(
-    loader, trained_run, tmp_path
-):
+def test_a_stored_interpolation_is_refused_and_reads_no_environment(loader, trained_run, tmp_path):
     crafted = load_checkpoint(trained_run.checkpoint)
     crafted["config"]["task"]["model_file"] = "${oc.env:FLASHSAC_BENCH_SECRET}"
     path = tmp_path / "run" / "checkpoints" / trained_run.checkpoint.name
@@ -180,14 +178,28 @@ def _stored_model_not_a_g1(p: dict[str, Any]) -> None:
         ("export", _stored_model_not_a_g1, "site 'imu_in_torso'"),
         ("evaluate", _outside_model, "stored model file '../../x' lies outside its folder"),
         ("convert", "malformed array", "env.phase: 64 bytes do not fill shape (999, 999)"),
+        ("convert", "unilab counter", "update_count=-5 must be a whole number in [0, "),
     ],
-    ids=["not_a_g1_evaluate", "not_a_g1_export", "files_outside", "malformed_array_convert"],
+    ids=[
+        "not_a_g1_evaluate",
+        "not_a_g1_export",
+        "files_outside",
+        "malformed_array_convert",
+        "unilab_counter_convert",
+    ],
 )
 def test_crafted_stored_models_and_arrays_are_one_line_and_write_nothing(
     loader, craft, named, trained_run, tmp_path
 ):
     path = tmp_path / "run" / "checkpoints" / trained_run.checkpoint.name
-    if craft == "malformed array":
+    if craft == "unilab counter":  # a unilab-rl file whose iteration count is crafted
+        from flashsac_bench.cli.convert import flashsac_to_unilab
+
+        sd, _ = flashsac_to_unilab(trained_run.checkpoint, "cpu")
+        sd["update_count"] = -5
+        path = tmp_path / "model_5.pt"
+        torch.save(sd, path)
+    elif craft == "malformed array":
         raw = {"format": CHECKPOINT_FORMAT, **load_checkpoint(trained_run.checkpoint)}
         raw["env"], raw["staging"] = to_plain(raw["env"]), to_plain(raw["staging"])
         raw["env"]["phase"]["shape"] = [999, 999]
