@@ -18,6 +18,16 @@ MAX_COMMAND = 100.0
 MAX_REWARD_WEIGHT = 1e4
 
 
+def _weight(default: float) -> float:
+    """A reward weight's field: within MAX_REWARD_WEIGHT."""
+    return ranged(default, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
+
+
+def _command_range(low: float, high: float) -> list[float]:
+    """A command range's field, [low, high] within MAX_COMMAND."""
+    return ranged(low=-MAX_COMMAND, high=MAX_COMMAND, default_factory=lambda: [low, high])
+
+
 def _check_range(where: str, values: list[float]) -> None:
     if len(values) != 2 or not values[0] <= values[1]:
         raise ConfigError(f"{where} must be [low, high] with low <= high, got {values}")
@@ -25,15 +35,9 @@ def _check_range(where: str, values: list[float]) -> None:
 
 @dataclass
 class CommandRanges:
-    vx: list[float] = ranged(
-        low=-MAX_COMMAND, high=MAX_COMMAND, default_factory=lambda: [-0.6, 1.0]
-    )
-    vy: list[float] = ranged(
-        low=-MAX_COMMAND, high=MAX_COMMAND, default_factory=lambda: [-0.4, 0.4]
-    )
-    wz: list[float] = ranged(
-        low=-MAX_COMMAND, high=MAX_COMMAND, default_factory=lambda: [-0.8, 0.8]
-    )
+    vx: list[float] = _command_range(-0.6, 1.0)
+    vy: list[float] = _command_range(-0.4, 0.4)
+    wz: list[float] = _command_range(-0.8, 0.8)
     # Planar commands with |(vx, vy)| below this are zeroed (stand still).
     dead_zone: float = ranged(0.2, low=0.0, high=MAX_COMMAND)
 
@@ -47,15 +51,15 @@ class CommandRanges:
 class RewardWeights:
     """The FlashSAC MuJoCo owner weights of UniLab's G1WalkFlat (unilab.md §4.2)."""
 
-    tracking_lin_vel: float = ranged(2.0, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    tracking_ang_vel: float = ranged(1.5, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    penalty_ang_vel_xy: float = ranged(-1.0, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    penalty_orientation: float = ranged(-10.0, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    penalty_action_rate: float = ranged(-5.0, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    pose: float = ranged(-0.5, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    penalty_feet_ori: float = ranged(-25.0, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    feet_phase: float = ranged(5.0, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
-    alive: float = ranged(10.0, low=-MAX_REWARD_WEIGHT, high=MAX_REWARD_WEIGHT)
+    tracking_lin_vel: float = _weight(2.0)
+    tracking_ang_vel: float = _weight(1.5)
+    penalty_ang_vel_xy: float = _weight(-1.0)
+    penalty_orientation: float = _weight(-10.0)
+    penalty_action_rate: float = _weight(-5.0)
+    pose: float = _weight(-0.5)
+    penalty_feet_ori: float = _weight(-25.0)
+    feet_phase: float = _weight(5.0)
+    alive: float = _weight(10.0)
 
     def __post_init__(self) -> None:
         require_bounded(self, "task.rewards.")

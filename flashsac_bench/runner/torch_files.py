@@ -145,8 +145,9 @@ def to_plain(value: Any, where: str = "checkpoint") -> Any:
     if isinstance(value, torch.Tensor) or type(value) in PLAIN_SCALARS:
         return value
     if isinstance(value, bytes | bytearray):
-        raw = torch.frombuffer(bytearray(value), dtype=torch.uint8) if value else None
-        return {BYTES_KEY: raw if raw is not None else torch.zeros(0, dtype=torch.uint8)}
+        if not value:  # torch.frombuffer refuses an empty buffer
+            return {BYTES_KEY: torch.zeros(0, dtype=torch.uint8)}
+        return {BYTES_KEY: torch.frombuffer(bytearray(value), dtype=torch.uint8)}
     if isinstance(value, np.ndarray | np.generic):
         arr = np.asarray(value)
         if arr.dtype.hasobject:
