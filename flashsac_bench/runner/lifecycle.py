@@ -28,7 +28,7 @@ from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.env_factory import EnvFactory, env_factory_is_default
 from flashsac_bench.runner.faults import StartInterrupted
-from flashsac_bench.runner.liveness import RunDirBusyError, RunDirLock
+from flashsac_bench.runner.liveness import RunDirBusyError, RunDirLock, last_checkpoint
 from flashsac_bench.runner.records import Records, RunState
 from flashsac_bench.runner.resume import (
     ResumePlan,
@@ -70,8 +70,6 @@ def run_signals(records: Records) -> Signals:
 
 def continue_hint(records: Records) -> str:
     """Where a run that ended at once goes on from: its last checkpoint, else the start."""
-    from flashsac_bench.runner.liveness import last_checkpoint
-
     ckpt = last_checkpoint(records.run_dir) if records.run_dir.is_dir() else None
     if ckpt is None:
         cmd = restart_command(records.info.command, records.run_dir)

@@ -158,8 +158,8 @@ class Signals:
             del heard[: max(0, len(heard) - (seen - self._handled))]  # the handled ones
             if heard and now - heard[0][1] >= GRACE_S and not self._done.is_set():
                 signum = heard[0][0]
-                once = self.requested is not None or self.late is not None or len(heard) > 1
-                if not self.in_loop or once:
+                again = self.requested is not None or self.late is not None or len(heard) > 1
+                if not self.in_loop or again:
                     self._end_process(signum)  # in the setup, or a second signal: at once
                 if acknowledged < seen:
                     acknowledged = seen
