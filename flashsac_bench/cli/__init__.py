@@ -5,6 +5,7 @@
   export           python -m flashsac_bench.export: the trained actor as TorchScript / ONNX
   convert          python -m flashsac_bench.convert: checkpoints to and from unilab-rl
   preflight        every job of a command composed and checked once, before anything is created
+  hydra_flags      Hydra's own flags: those that would read a file as code are refused
   tool             the Hydra command line of evaluate / export / convert on a typed schema
   runtime_checks   what a config alone cannot tell: this machine, the env factory, the model file
   runtime_estimate the up-front warning for a long CPU run

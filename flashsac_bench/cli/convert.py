@@ -39,6 +39,7 @@ import torch
 from flashsac_bench.cli.tool import Tool, run_tool
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.run import MAX_ITERATIONS
 from flashsac_bench.interop import unilab as ui
 from flashsac_bench.interop.unilab import ConversionError
 
@@ -85,6 +86,12 @@ def read_source(source: str) -> tuple[Path, str, dict[str, Any]]:
     if "learner" in payload and "format" in payload:
         return path, "flashsac_bench", payload
     if "actor" in payload and "critic" in payload and "update_count" in payload:
+        count = payload["update_count"]
+        if type(count) is not int or not 0 <= count <= MAX_ITERATIONS:
+            raise ConversionError(
+                f"{path}: update_count={count!r} must be a whole number in [0, "
+                f"{MAX_ITERATIONS}] (the iteration a converted checkpoint continues at)"
+            )
         ui.architecture(payload)  # raises a one-line ConversionError for a non-FlashSAC one
         if bad := non_finite(payload):
             raise ConversionError(
@@ -103,14 +110,17 @@ def _load(path: Path) -> Any:
     (runner.torch_files): a UniLab file holds tensors and plain containers only, and so does
     ours; a file that holds pickled objects is refused and runs nothing."""
     from flashsac_bench.runner.checkpoint import LEGACY_NOTE, load_checkpoint
-    from flashsac_bench.runner.torch_files import from_plain, safe_load
+    from flashsac_bench.runner.torch_files import MalformedValueError, from_plain, safe_load
 
     payload = safe_load(
         path, what="torch checkpoint", error=ConversionError, legacy_note=LEGACY_NOTE
     )
     if isinstance(payload, dict) and "learner" in payload and "format" in payload:
-        return load_checkpoint(path)  # ours: its format and finite learner state checked too
-    return from_plain(payload)
+        return load_checkpoint(path)  # ours: its format and values checked too
+    try:
+        return from_plain(payload)
+    except MalformedValueError as err:
+        raise ConversionError(f"{path}: {err}") from None
 
 
 def _save(path: Path, obj: Any, overwrite: bool) -> Path:
@@ -165,9 +175,13 @@ def unilab_to_flashsac(
         seed=config.run.seed,
     )
     ui.load_unilab_state(learner, sd)
+    from flashsac_bench.runner.checkpoint_probe import probe_learner
+
+    if problem := probe_learner(learner):
+        raise ConversionError(f"{source}: {problem}")
     # The training_config every checkpoint holds.
     tc = {**training_config.static(config), **training_config.learner_fields(learner, dims)}
-    update_count = int(sd["update_count"])
+    update_count = int(sd["update_count"])  # checked when read (read_source)
     return {
         "format": CHECKPOINT_FORMAT,
         "kind": LEARNER_ONLY,

@@ -9,7 +9,7 @@
   unwritable file or folder                                               -> 1
   a run that ended by a fault it names (runner.faults: not learning, an
   env worker lost), with what to do next (the resume command)              -> 1
-  an abort by a second Ctrl-C                                              -> 130
+  an abort by a signal (a second Ctrl-C, or the first before the loop)   -> 128 + signal
 
 Anything else is a bug and keeps its traceback. `--debug` (stripped from argv before Hydra
 parses it), FLASHSAC_BENCH_DEBUG=1 or Hydra's own HYDRA_FULL_ERROR=1 show the traceback of the
@@ -37,7 +37,12 @@ DEBUG_VARS = ("FLASHSAC_BENCH_DEBUG", "HYDRA_FULL_ERROR")
 
 
 class Aborted(KeyboardInterrupt):
-    """A second Ctrl-C / SIGTERM: the message says what was kept and how to continue."""
+    """A run ended by a signal at once (a second Ctrl-C / SIGTERM, or the first one before its
+    loop began): the message says what was kept and how to go on; `code`: the exit status."""
+
+    def __init__(self, message: str, code: int = 130) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class UsageError(Exception):
@@ -120,7 +125,7 @@ def _unknown_key(key: str, detail: str, parent: type | None = None) -> str:
 def describe(err: BaseException) -> tuple[str, int] | None:
     """(one-line message, exit status) for an error the user can fix; None for a bug."""
     if isinstance(err, Aborted):
-        return one_line(str(err)), 130
+        return one_line(str(err)), err.code
     if isinstance(err, RunFaultError):
         hint = f"; {err.hint}" if err.hint else ""
         return f"{err.label}: {one_line(str(err))}{hint}", 1

@@ -301,6 +301,7 @@ def _check(ec: EvalConfig) -> None:
     """Before any job runs (all of a sweep's): this machine has the device, the checkpoint is
     a readable one whose tensors fit its config and whose control rate the render_fps divides,
     and out_dir can be written."""
+    from flashsac_bench.cli.runtime_checks import check_stored_model
     from flashsac_bench.cli.train import probe_writable
     from flashsac_bench.config.hardware import HardwareConfig
     from flashsac_bench.evaluation.trained import acting_config, load_trained_learner, run_dir_of
@@ -314,7 +315,8 @@ def _check(ec: EvalConfig) -> None:
             f"device={ec.device} needs a CUDA device this torch {torch.__version__} does not "
             "see; pass device=cpu or device=auto"
         ) from None
-    trained = load_trained_learner(ec.checkpoint)  # its tensors fit its config
+    trained = load_trained_learner(ec.checkpoint)  # its tensors fit its config, it acts
+    check_stored_model(trained)
     path, payload = trained.checkpoint, trained.payload
     cfg = acting_config(payload)
     if ec.render:

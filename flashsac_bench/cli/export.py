@@ -203,8 +203,10 @@ class ExportConfig:
 def _check(xc: ExportConfig) -> None:
     """Before anything is written: a readable checkpoint whose tensors fit its config, an onnx
     option that can be met, an out_dir that can be written."""
+    from flashsac_bench.cli.runtime_checks import check_stored_model
+
     output_dir(xc.checkpoint, xc.out_dir, xc.onnx)
-    load_trained_learner(xc.checkpoint, "cpu", xc.dtype)
+    check_stored_model(load_trained_learner(xc.checkpoint, "cpu", xc.dtype))
 
 
 def _job(xc: ExportConfig, composed: dict[str, Any]) -> int:

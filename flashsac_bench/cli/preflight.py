@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flashsac_bench.cli import hydra_flags
 from flashsac_bench.cli.errors import UsageError, debug_enabled, describe
 
 CONFIG_MODULE = "flashsac_bench.conf"
@@ -221,6 +222,7 @@ def check_command(argv: list[str], config_name: str, check: Check) -> Plan | Non
     the jobs Hydra runs in this process (checked_job)."""
     global _checked
     _checked = None
+    hydra_flags.refuse(argv)  # a flag that would read a file as code: before anything else
     p = plan(argv, config_name, check)
     if p is not None:
         raise_invalid(p)

@@ -61,6 +61,29 @@ def check_model_file(config: Config) -> Any:
     return model
 
 
+def check_stored_model(trained: Any) -> None:
+    """The model a checkpoint carries (evaluation.trained.TrainedLearner), checked as
+    task.model_file is before a run (a G1 with what the task needs, sound physics), so that
+    evaluate and export refuse a stored model that is not a G1 before any work."""
+    from dataclasses import replace
+
+    from flashsac_bench.evaluation.trained import trained_task
+    from flashsac_bench.runner.checkpoint import CheckpointError
+
+    with trained_task(trained) as task:
+        if task.model_file is None:
+            return  # the built-in G1 of this version (trained_task warns when it differs)
+        try:
+            check_model_file(replace(trained.config, task=task))
+        except ModelFileError as err:
+            stored = str(task.model_file)
+            named = (trained.payload.get("model") or {}).get("model_file") or "?"
+            text = str(err).replace(f"task.model_file={stored}: ", "").replace(stored, named)
+            raise CheckpointError(
+                f"{trained.checkpoint}: its stored model ({named}) is not a usable G1: {text}"
+            ) from None
+
+
 class NotEnoughMemoryError(ConfigError):
     label = "not enough memory"
 

@@ -4,7 +4,7 @@ import os
 from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.config.values import require_finite
+from flashsac_bench.config.values import FLOAT_BOUND, ranged, require_bounded
 
 MODES = ("auto", "processes", "threads")
 BACKENDS = ("mujoco", "mjwarp")
@@ -14,6 +14,10 @@ LEARNER_CORES = 1
 # Auto picks worker processes only when at least this many cores are left for them: with fewer,
 # the pipe round trips and the extra copies buy nothing over the in-process thread pool.
 MIN_AUTO_WORKERS = 2
+# Worker processes and threads past this are a typo (each is an OS process or thread).
+MAX_WORKERS = 4096
+# Contacts and constraint rows per world past this are a typo (allocated for every world).
+MAX_WARP_ROWS = 1 << 20
 
 
 def available_cores() -> int:
@@ -47,8 +51,8 @@ class WarpOptions:
     # Contacts and constraint rows allocated per world (MuJoCo Warp allocates its buffers once):
     # enough for a G1 lying on the floor (four rows per pyramidal contact, plus joint limits and
     # friction); too few drops contacts or rows, and MuJoCo Warp prints an overflow warning.
-    nconmax: int = 48
-    njmax: int = 384
+    nconmax: int = ranged(48, low=1, high=MAX_WARP_ROWS)
+    njmax: int = ranged(384, low=1, high=MAX_WARP_ROWS)
     # MuJoCo Warp's deterministic mode (stable contact order, canonical constraint rows,
     # order-invariant atomic sums), so that a GPU run of one seed, or a resume, can repeat bit
     # for bit, at a cost. Off: GPU results vary in their last bits from run to run. Warp's CPU
@@ -66,6 +70,7 @@ class WarpOptions:
     stream_priority: str = "default"
 
     def __post_init__(self) -> None:
+        require_bounded(self, "backend.warp.")
         dev = self.device
         if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"backend.warp.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
@@ -73,10 +78,6 @@ class WarpOptions:
             raise ConfigError(
                 f"backend.warp.stream_priority must be one of {STREAM_PRIORITIES}, "
                 f"got {self.stream_priority!r}"
-            )
-        if self.nconmax < 1 or self.njmax < 1:
-            raise ConfigError(
-                f"backend.warp.nconmax and njmax must be >= 1, got {self.nconmax}, {self.njmax}"
             )
 
     def resolved_device(self) -> str:
@@ -118,16 +119,16 @@ class BackendConfig:
     # processes when at least MIN_AUTO_WORKERS cores are left beside the learner, else threads.
     mode: str = "auto"
     # Worker processes: K >= 1 = exactly K; 0 = one per core beside the learner's.
-    workers: int = 0
+    workers: int = ranged(0, low=0, high=MAX_WORKERS)
     # Threads mode: native threads stepping the envs; 0 = one per CPU core.
-    num_threads: int = 0
+    num_threads: int = ranged(0, low=0, high=MAX_WORKERS)
     # A worker that sends no reply to a step within this many seconds is declared hung.
-    worker_timeout_s: float = 10.0
+    worker_timeout_s: float = ranged(10.0, low=0.0, high=FLOAT_BOUND, closed="(]")
     # The mjwarp backend's options (None: the defaults; conf/backend/mjwarp.yaml sets them).
     warp: WarpOptions | None = None
 
     def __post_init__(self) -> None:
-        require_finite(self, "backend.")  # config.values: every float finite
+        require_bounded(self, "backend.")  # config.values: every number finite, in its range
         if self.name not in BACKENDS:
             raise ConfigError(f"backend.name must be one of {BACKENDS}, got {self.name!r}")
         if self.warp is not None and self.name != "mjwarp":
@@ -136,17 +137,11 @@ class BackendConfig:
             )
         if self.mode not in MODES:
             raise ConfigError(f"backend.mode must be one of {MODES}, got {self.mode!r}")
-        if self.workers < 0:
-            raise ConfigError(f"backend.workers must be >= 0 (0 = auto), got {self.workers}")
         if self.workers and self.mode == "threads":
             raise ConfigError(
                 f"backend.workers={self.workers} asks for worker processes but backend.mode="
                 "threads forces the in-process thread pool; drop one of the two"
             )
-        if self.num_threads < 0:
-            raise ConfigError(f"backend.num_threads must be >= 0, got {self.num_threads}")
-        if not self.worker_timeout_s > 0:
-            raise ConfigError(f"backend.worker_timeout_s must be > 0, got {self.worker_timeout_s}")
 
     def warp_options(self) -> WarpOptions:
         """backend.warp, or its defaults."""

@@ -3,9 +3,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.values import ranged, require_bounded
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 PRECISIONS = ("highest", "high", "medium")
+MAX_THREADS = 4096
+# Matmul dimensions are padded to multiples of this: past it, padding is most of a matmul.
+MAX_GEMM_ALIGN = 256
 
 
 @dataclass
@@ -21,12 +25,13 @@ class HardwareConfig:
     # torch.set_float32_matmul_precision (matters for float32 runs: "high" = TF32).
     matmul_precision: str = "highest"
     # torch.set_num_threads for the learner process; 0 leaves torch's default.
-    torch_threads: int = 0
+    torch_threads: int = ranged(0, low=0, high=MAX_THREADS)
     # Matmul dimensions are zero-padded to multiples of this (exact: padding adds zeros) so that
     # cuBLAS can use its aligned tensor-core kernels; 0 = auto: 8 on CUDA, 1 (none) on CPU.
-    gemm_align: int = 0
+    gemm_align: int = ranged(0, low=0, high=MAX_GEMM_ALIGN)
 
     def __post_init__(self) -> None:
+        require_bounded(self, "hardware.")
         if self.dtype not in DTYPES:
             raise ConfigError(f"hardware.dtype must be one of {DTYPES}, got {self.dtype!r}")
         if self.dtype == "float16":
@@ -43,10 +48,6 @@ class HardwareConfig:
         dev = self.device
         if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"hardware.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
-        if self.torch_threads < 0:
-            raise ConfigError(f"hardware.torch_threads must be >= 0, got {self.torch_threads}")
-        if self.gemm_align < 0:
-            raise ConfigError(f"hardware.gemm_align must be >= 0 (0 = auto), got {self.gemm_align}")
 
     def resolved_device(self) -> str:
         import torch

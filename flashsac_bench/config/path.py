@@ -5,6 +5,7 @@ from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.keys import flatten
+from flashsac_bench.config.values import FREE, require_bounded
 
 PATHS = ("eager", "compile", "cudagraph")
 # Options the path decides itself (learner.paths): Inductor's own CUDA graphs are on for the
@@ -28,9 +29,11 @@ class PathConfig:
     # Extra torch._inductor options for the compiled steps, e.g. {max_autotune: true}; the
     # escape hatch for Inductor's own levers, applied over the path's defaults. Nested keys
     # (`+path.inductor_options.triton.max_tiles=2` on the command line) become dotted ones.
-    inductor_options: dict[str, Any] = field(default_factory=dict)
+    # Inductor checks its own options' values (here: finite numbers only).
+    inductor_options: dict[str, Any] = field(default_factory=dict, metadata=FREE)
 
     def __post_init__(self) -> None:
+        require_bounded(self, "path.")
         if self.name not in PATHS:
             raise ConfigError(f"path.name must be one of {PATHS}, got {self.name!r}")
         self.inductor_options = flatten(dict(self.inductor_options))

@@ -15,6 +15,7 @@ from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.run import ReplayConfig, RunConfig
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.config.update import UpdateConfig
+from flashsac_bench.config.values import require_bounded, require_no_interpolation
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Config:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
     def __post_init__(self) -> None:
+        require_bounded(self, "")  # every group's numbers, also of a group without own checks
         # Cross-group rules: combinations that each group alone cannot see.
         if self.path.name == "cudagraph" and self.hardware.resolved_device() == "cpu":
             raise ConfigError(
@@ -71,10 +73,15 @@ class Config:
 
 
 def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
-    """Typed, validated Config from a composed Hydra config (runs every __post_init__ check)."""
+    """Typed, validated Config from a composed Hydra config (runs every __post_init__ check).
+
+    A plain dict is data (a stored config: a checkpoint's, a summary's, a test's): a string in
+    it that OmegaConf would resolve as an interpolation (`${oc.env:HOME}` would read the
+    environment of whoever opens the file) is refused, never resolved."""
     if isinstance(cfg, Config):
         return cfg
     if isinstance(cfg, dict):
+        require_no_interpolation(cfg)
         cfg = OmegaConf.create(cfg)
     _refuse_unknown_keys(cfg)
     obj = to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))

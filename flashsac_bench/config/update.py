@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.values import INT_MAX, ranged, require_bounded
 
+# Every update is unrolled into one cycle (and one captured graph): bounded.
 MAX_UPDATES_PER_STEP = 1024
 
 
@@ -13,22 +14,14 @@ class UpdateConfig:
 
     name: str = "u2"
     # Critic updates per iteration (one env step of every env per iteration).
-    updates_per_step: int = 2
+    updates_per_step: int = ranged(2, low=1, high=MAX_UPDATES_PER_STEP)
     # Actor + temperature update on every `policy_frequency`-th critic update.
-    policy_frequency: int = 2
+    policy_frequency: int = ranged(2, low=1, high=INT_MAX)
     # Polyak target update on every `target_frequency`-th critic update.
-    target_frequency: int = 1
+    target_frequency: int = ranged(1, low=1, high=INT_MAX)
 
     def __post_init__(self) -> None:
-        for key in ("updates_per_step", "policy_frequency", "target_frequency"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"update.{key} must be >= 1, got {getattr(self, key)}")
-        # Every update is unrolled into one cycle (and one captured graph): bounded.
-        if self.updates_per_step > MAX_UPDATES_PER_STEP:
-            raise ConfigError(
-                f"update.updates_per_step must be <= {MAX_UPDATES_PER_STEP}, got "
-                f"{self.updates_per_step}"
-            )
+        require_bounded(self, "update.")
 
     @property
     def actor_update_indices(self) -> list[int]:

@@ -4,7 +4,8 @@ What evaluate, export and convert share: `read_checkpoint` (a file, run dir or c
 memory-mapped; read weights-only, CRC-checked, its learner finite: runner.checkpoint),
 `acting_config` (the training config with an eager path and the acting device and dtype),
 `load_trained_learner` (a learner holding the checkpoint's learner state; a checkpoint whose
-config does not fit its tensors is refused in one line) and `trained_task` (the task config
+config does not fit its tensors, or whose policy does not act on a probe batch
+(runner.checkpoint_probe), is refused in one line) and `trained_task` (the task config
 with the model the checkpoint's envs ran, written back from the checkpoint).
 """
 
@@ -28,6 +29,7 @@ from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path
+from flashsac_bench.runner.checkpoint_probe import probe_learner
 
 log = logging.getLogger("flashsac_bench.evaluation")
 
@@ -109,6 +111,8 @@ def load_trained_learner(
         raise CheckpointError(
             f"{path}: its config does not match its learner tensors ({detail[:200]})"
         ) from None
+    if problem := probe_learner(learner):
+        raise CheckpointError(f"{path}: {problem}")
     return TrainedLearner(
         checkpoint=path,
         iteration=int(payload.get("iteration", -1)),
@@ -143,4 +147,8 @@ def trained_task(trained: TrainedLearner) -> Iterator[TaskConfig]:
     from flashsac_bench.envs.g1_model import materialize
 
     with tempfile.TemporaryDirectory(prefix="flashsac_bench_model_") as folder:
-        yield dataclasses.replace(task, model_file=materialize(record, folder))
+        try:
+            model_file = materialize(record, folder)
+        except (ValueError, OSError, KeyError, TypeError) as err:
+            raise CheckpointError(f"{trained.checkpoint}: its stored model: {err}") from None
+        yield dataclasses.replace(task, model_file=model_file)

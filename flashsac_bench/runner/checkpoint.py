@@ -7,7 +7,11 @@ envs.g1_model.model_record) and the iteration to continue at.
 
 A checkpoint is read without running code and only when it is intact (runner.torch_files):
 tensors and plain values only (numpy arrays are stored as byte tensors), every archive record
-checked against its CRC-32, and a learner tensor that is not finite refused, named.
+checked against its CRC-32. Its values then go through the rules a run's own values go
+through (`check_payload`): the iteration and every counter in range, the rows in order, the
+stored config plain data (no interpolation: it is never resolved), the stored model's files
+inside their folder, every learner tensor finite and of sane size, named when not. The policy
+it holds is tried on a probe batch before it is used (runner.checkpoint_probe).
 
 A learner-only checkpoint (`kind: learner_only`, written by `python -m flashsac_bench.convert`
 from a unilab-rl checkpoint, which has no replay or env state) holds the learner state and the
@@ -24,7 +28,10 @@ from typing import IO, Any
 import torch
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.run import MAX_ITERATIONS
+from flashsac_bench.config.values import require_no_interpolation
 from flashsac_bench.runner.torch_files import (
+    MalformedValueError,
     from_plain,
     non_finite,
     safe_load,
@@ -43,6 +50,9 @@ REQUIRED_KEYS = ("iteration", "learner", "replay", "env", "staging", "rows_all")
 # The "kind" of a checkpoint that holds a learner but no replay / env state (converted from
 # unilab-rl, `flashsac_bench.convert`): its replay, env and staging entries are None.
 LEARNER_ONLY = "learner_only"
+# A network's input and output sizes past this are no task of this project (and would size
+# the learner a checkpoint is loaded into).
+MAX_DIM = 1 << 16
 
 
 class CheckpointError(ConfigError):
@@ -138,8 +148,12 @@ def load_checkpoint(path: Path, *, mmap: bool = False) -> dict[str, Any]:
     missing = [k for k in REQUIRED_KEYS if k not in payload]
     if missing:
         raise CheckpointError(f"{path} is incomplete: no {', '.join(missing)}")
-    payload = from_plain(payload)
+    try:
+        payload = from_plain(payload)
+    except MalformedValueError as err:
+        raise CheckpointError(f"{path}: {err}") from None
     check_finite_learner(path, payload)
+    check_payload(path, payload)
     return payload
 
 
@@ -157,6 +171,143 @@ def check_finite_learner(path: Path, payload: dict[str, Any]) -> None:
             f"{f' and {len(bad) - 3} more' if len(bad) > 3 else ''}: this learner cannot act "
             "or continue"
         )
+
+
+# Learner tensors that count (steps, draws, samples): whole numbers in [0, MAX_COUNT] (exact in
+# float64; the float32 scalars hold exact integers to 2^24, which no schedule here reaches).
+COUNTERS = ("step", "sched_step", "rng.counter", "explore.count", "explore.repeat")
+MAX_COUNT = 2.0**53
+# The learner's other tensors (weights, normalizer statistics, Adam moments, noise): a trained
+# network's are O(1) to O(1e3) (its weights are projected to unit rows); past this bound a
+# tensor is a crafted or broken one, whatever its CRC says. The reward statistics follow the
+# rewards (bounded by the task's ranges): finite, and these of them >= 0.
+MAX_ABS_STATE = 1e12
+FREE_STATE = ("reward.",)
+NONNEGATIVE = ("reward.count", "reward.var", "reward.returns_abs_max")
+# A model's files are named relative to the MJCF's folder.
+_FILE_NAME = "stored model file"
+
+
+def check_payload(path: Path, payload: dict[str, Any]) -> None:
+    """The values of a checkpoint, checked as the command line's are (CheckpointError naming the
+    first that is out of its range): what a run continues from must be a run's."""
+    iteration = payload["iteration"]
+    if type(iteration) is not int or not 0 <= iteration <= MAX_ITERATIONS:
+        raise CheckpointError(
+            f"{path}: iteration={iteration!r} must be a whole number in [0, {MAX_ITERATIONS}]"
+        )
+    _check_rows(path, payload.get("rows_all"), iteration)
+    for key in ("config", "training_config"):
+        value = payload.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise CheckpointError(f"{path}: its {key} is a {type(value).__name__}, not a mapping")
+    try:
+        require_no_interpolation(payload.get("config") or {}, "config")
+    except ConfigError as err:
+        raise CheckpointError(f"{path}: {err}") from None
+    _check_model(path, payload.get("model"))
+    logger = payload.get("logger")
+    if logger is not None and not (
+        isinstance(logger, dict) and all(isinstance(v, str | None) for v in logger.values())
+    ):
+        raise CheckpointError(f"{path}: its logger state is not a mapping of names")
+    _check_learner(path, payload["learner"])
+    _check_replay(path, payload.get("replay"))
+
+
+def _check_rows(path: Path, rows: Any, iteration: int) -> None:
+    """One row per iteration, in order, the last one the checkpoint's iteration - 1."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise CheckpointError(f"{path}: rows_all is not a list of rows")
+    numbers = [r.get("iteration") for r in rows]
+    ordered = all(type(k) is int and 0 <= k < iteration for k in numbers) and all(
+        a < b for a, b in zip(numbers, numbers[1:], strict=False)
+    )
+    if not ordered or (numbers and numbers[-1] != iteration - 1):
+        shown = numbers if len(numbers) <= 6 else [*numbers[:3], "...", *numbers[-2:]]
+        raise CheckpointError(
+            f"{path}: its rows' iterations {shown} do not end at iteration {iteration} in order"
+        )
+
+
+def _check_model(path: Path, record: Any) -> None:
+    """The model record (envs.g1_model.model_record): its file names stay inside the MJCF's
+    folder (a name such as ../x would be written elsewhere when the model is used)."""
+    if record is None:
+        return
+    if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
+        raise CheckpointError(f"{path}: its stored model is not a model record")
+    files = record.get("files")
+    if files is None:
+        return
+    if not isinstance(files, dict) or record.get("main") not in files:
+        raise CheckpointError(f"{path}: its stored model names no MJCF among its files")
+    for name, data in files.items():
+        parts = Path(str(name)).parts
+        if not name or Path(str(name)).is_absolute() or ".." in parts or "\\" in str(name):
+            raise CheckpointError(
+                f"{path}: {_FILE_NAME} {name!r} lies outside its folder (a model's files are "
+                "named relative to its MJCF's folder)"
+            )
+        if not isinstance(data, bytes):
+            raise CheckpointError(f"{path}: {_FILE_NAME} {name!r} holds no bytes")
+
+
+def _check_learner(path: Path, learner: Any) -> None:
+    dims = learner.get("dims")
+    if not (
+        isinstance(dims, list | tuple)
+        and len(dims) == 3
+        and all(type(d) is int and 1 <= d <= MAX_DIM for d in dims)
+    ):
+        raise CheckpointError(
+            f"{path}: learner dims {dims!r} must be 3 sizes (obs, critic obs, action) in "
+            f"[1, {MAX_DIM}]"
+        )
+    for name, t in learner["tensors"].items():
+        if not isinstance(t, torch.Tensor):
+            raise CheckpointError(f"{path}: learner.{name} is not a tensor")
+        if name in NOT_STATE or t.numel() == 0:
+            continue
+        values = t.detach().double()
+        if name.endswith(COUNTERS) or name == "rng.key":
+            top = 2.0**32 - 1 if name == "rng.key" else MAX_COUNT
+            bad = (values < 0) | (values > top) | (values != values.round())
+            if bool(bad.any()):
+                raise CheckpointError(
+                    f"{path}: learner.{name}={_shown(values[bad])} must be a whole number in "
+                    f"[0, {top:g}] (a count)"
+                )
+        elif name in NONNEGATIVE and bool((values < 0).any()):
+            raise CheckpointError(
+                f"{path}: learner.{name}={_shown(values[values < 0])} must be >= 0"
+            )
+        elif not name.startswith(FREE_STATE) and t.is_floating_point():
+            peak = float(values.abs().max())
+            if peak > MAX_ABS_STATE:
+                raise CheckpointError(
+                    f"{path}: learner.{name} holds {peak:.3g}, past any trained learner's "
+                    f"values (|x| <= {MAX_ABS_STATE:g}): this learner cannot act or continue"
+                )
+
+
+def _check_replay(path: Path, replay: Any) -> None:
+    if replay is None:
+        return
+    storage = replay.get("storage") if isinstance(replay, dict) else None
+    if not isinstance(storage, torch.Tensor) or storage.dim() != 2:
+        raise CheckpointError(f"{path}: its replay holds no [rows, width] tensor")
+    count, cursor = replay.get("count"), replay.get("cursor")
+    if count != storage.shape[0] or type(cursor) is not int or not 0 <= cursor <= count:
+        raise CheckpointError(
+            f"{path}: replay count={count!r}, cursor={cursor!r} do not fit its "
+            f"{storage.shape[0]} stored rows"
+        )
+
+
+def _shown(values: torch.Tensor) -> str:
+    first = float(values.reshape(-1)[0])
+    return f"{first:g}" if values.numel() == 1 else f"{first:g} (and {values.numel() - 1} more)"
 
 
 def _first_line(err: BaseException) -> str:

@@ -28,3 +28,19 @@ class EnvLostError(RunFaultError):
     but the run continues from its last checkpoint."""
 
     label = "env worker lost"
+
+
+class StartInterrupted(KeyboardInterrupt):
+    """SIGINT / SIGTERM before a run's first iteration (runner.signals): the run stops at once,
+    its setup undone, nothing of it saved; the runner completes the message (what was kept) and
+    sets `hint` (the command that starts it again). Exit status 128 + the signal, as for an
+    interrupted loop."""
+
+    def __init__(self, signame: str, signum: int, where: str) -> None:
+        super().__init__(f"interrupted by {signame} during {where}")
+        self.signame, self.signum, self.where = signame, signum, where
+        self.hint: str | None = None
+
+    @property
+    def code(self) -> int:
+        return 128 + self.signum

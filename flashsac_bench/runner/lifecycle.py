@@ -1,5 +1,6 @@
-"""How a run stops and what it keeps: signals, checkpoints (written and restored), and the status
-its summary ends with (complete, interrupted, failed)."""
+"""How a run stops and what it keeps: signals (runner.signals: honoured in every phase),
+checkpoints (written and restored), and the status its summary ends with (complete,
+interrupted, failed)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import copy
 import logging
 import re
 import signal
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,47 +27,74 @@ from flashsac_bench.runner.checkpoint import (
 from flashsac_bench.runner.checkpoint_writer import CheckpointWriter
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.env_factory import EnvFactory, env_factory_is_default
-from flashsac_bench.runner.liveness import RunDirBusyError, RunDirLock
+from flashsac_bench.runner.faults import StartInterrupted
+from flashsac_bench.runner.liveness import RunDirBusyError, RunDirLock, last_checkpoint
 from flashsac_bench.runner.records import Records, RunState
 from flashsac_bench.runner.resume import (
     ResumePlan,
     RunDirInUseError,
     plan_resume,
     recheck_locked,
+    restart_command,
     resume_command,
     set_aside_earlier_attempt,
 )
+from flashsac_bench.runner.signals import Signals
+from flashsac_bench.runner.signals import phase as phase  # the loop names its setup phases
 from flashsac_bench.runner.summary import SUMMARY_NAME
 from flashsac_bench.runner.writes import DISK_FULL_ERRNOS, write_error
 
 log = logging.getLogger("flashsac_bench.runner")
 
 
-class Signals:
-    """First SIGINT / SIGTERM: stop at the end of the current iteration (then checkpoint and a
-    partial summary). A second one raises KeyboardInterrupt at once."""
+def run_signals(records: Records) -> Signals:
+    """The run's signal handling (runner.signals); when the main thread is held in native code
+    and cannot hear a signal, the watchdog writes the summary and the line its handler's
+    exception would have."""
+    signals: Signals
 
-    def __init__(self) -> None:
-        self.requested: str | None = None
-        self._old: dict[int, Any] = {}
+    def on_stuck(signame: str, where: str) -> str:
+        if signals.in_loop:  # a second signal, unheard: what KeyboardInterrupt does
+            done = records.state.done_iterations
+            record_failure(records, KeyboardInterrupt(signame))
+            return (
+                f"aborted by a second {signame} during iteration {done}; {continue_hint(records)}"
+            )
+        err = StartInterrupted(signame, int(getattr(signal, signame)), where)
+        record_failure(records, err)
+        return f"{err}; {err.hint}"
 
-    def __enter__(self) -> Signals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
+    signals = Signals(on_stuck)
+    return signals
 
-    def _handle(self, signum: int, frame: object) -> None:
-        name = signal.Signals(signum).name
-        if self.requested is None:
-            self.requested = name
-            log.warning("%s: stopping after this iteration (send again to abort at once)", name)
-            return
-        raise KeyboardInterrupt(name)
 
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
+def continue_hint(records: Records) -> str:
+    """Where a run that ended at once goes on from: its last checkpoint, else the start."""
+    ckpt = last_checkpoint(records.run_dir) if records.run_dir.is_dir() else None
+    if ckpt is None:
+        cmd = restart_command(records.info.command, records.run_dir)
+        return f"no checkpoint was written; start it again with: {cmd}"
+    cmd = resume_command(records.info.command, records.run_dir)
+    return f"last checkpoint {ckpt}; continue with: {cmd}"
+
+
+def _stopped_before_the_loop(records: Records, err: StartInterrupted) -> None:
+    """Complete the message of a run stopped before its first iteration (what was kept) and set
+    its hint (the command that starts it again, or continues the run it resumed)."""
+    command, run_dir, source = records.info.command, records.run_dir, records.state.resumed_from
+    if source is None:
+        kept = "before the first checkpoint: nothing was saved"
+        err.hint = f"start it again with: {restart_command(command, run_dir)}"
+    else:
+        kept = f"before its first iteration: {source} is unchanged"
+        own = Path(source).parent.parent == run_dir  # run.resume=auto continues from it
+        cmd = (
+            restart_command(command, run_dir)
+            if own
+            else resume_command(command, run_dir, Path(source))
+        )
+        err.hint = f"continue with: {cmd}"
+    err.args = (f"{err}, {kept}",)
 
 
 # ---------------------------------------------------------------------------- checkpoints
@@ -300,6 +327,7 @@ def report_start(records: Records, threshold: int) -> None:
 
 def end_status(state: RunState, iterations: int, signals: Signals) -> None:
     """The status of a loop that ended without an error (a checkpoint follows)."""
+    signals.finishing_started()  # decided here: a signal from now on does not change it
     if state.done_iterations >= iterations or (state.stopped_by and not signals.requested):
         state.status, state.reason = "complete", None
     else:
@@ -334,7 +362,10 @@ def record_failure(records: Records, err: BaseException) -> None:
     state = records.state
     if isinstance(err, SystemExit) and state.status == "interrupted":
         return  # report_end already wrote everything
-    if isinstance(err, KeyboardInterrupt):
+    if isinstance(err, StartInterrupted):
+        _stopped_before_the_loop(records, err)
+        state.status, state.reason = "interrupted", str(err)
+    elif isinstance(err, KeyboardInterrupt):
         state.status = "interrupted"
         state.reason = (
             f"KeyboardInterrupt ({err or 'SIGINT'}) during iteration {state.done_iterations}; "

@@ -123,7 +123,7 @@ class Runner:
         run_dir_lock = lifecycle.hold_run_dir(self.records, plan)
         self.info.git = git_info()
         # `closing` undoes setup, however far it got, after a failure has been recorded.
-        with run_dir_lock, lifecycle.Signals() as signals, ExitStack() as closing:
+        with run_dir_lock, lifecycle.run_signals(self.records) as signals, ExitStack() as closing:
             try:
                 heartbeat = Heartbeat(self.run_dir, lambda: self.state.done_iterations)
                 closing.callback(heartbeat.start().stop)
@@ -163,28 +163,33 @@ class Runner:
         # shards while this process builds and compiles the learner; env_ready_s is the wait
         # that is left at the first reset.
         t = time.perf_counter()
+        lifecycle.phase("env build")  # what an interrupt and the progress lines name
         env = build_env(self.env_factory, c.task, c.backend, c.run.num_envs, c.run.seed)
         closing.callback(self._close_env, env)
         startup["env_build_s"] = time.perf_counter() - t
         setup.describe_env(env, tc, cuda)
         dims = Dims(env.obs_dim, env.critic_obs_dim, env.action_dim)
 
+        lifecycle.phase("learner build")
         learner = setup.build_learner(c, dims, self.device, startup, closing)
         tc.update(training_config.learner_fields(learner, dims))
         self.info.device = device_info(self.device)
 
         staging = setup.build_staging(env, learner, c.run.num_envs)
 
+        lifecycle.phase("compile and capture")
         self.info.compile = setup.cold_start(learner, startup)
         tc["executor"] = training_config.executor_name(learner)
 
         t = time.perf_counter()
+        lifecycle.phase("env worker start")
         obs, critic_obs = env.reset()
         startup["env_ready_s"] = time.perf_counter() - t
         beside = getattr(env, "background_build_s", None)  # envs.g1_warp: built on a thread
         if beside is not None:
             self.info.beside["env_build_s"] = beside
         staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
+        lifecycle.phase("checkpoint restore and step capture")
         self._restore(learner, env, staging)
         steps = setup.build_steps(learner, staging, c.run.capture_device_steps, startup, closing)
         tc["device_steps"] = steps.mode
@@ -274,7 +279,7 @@ class Runner:
                 lifecycle.collect_checkpoint(rec, self.writer, wait=False)
         st.stopped_by = stopping.reason
         self._record_waiting_row(p, progress)
-        rec.flush_window()
+        stopping.saw_last(rec.flush_window())  # the last (partial) window is judged too
 
     def _record_waiting_row(self, p: Parts, progress: Progress | None) -> None:
         """Build the last iteration's row, its late values read after a device sync (between

@@ -31,6 +31,7 @@ from flashsac_bench.runner.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from flashsac_bench.runner.checkpoint_probe import probe_payload
 from flashsac_bench.runner.liveness import HEARTBEAT_NAME, run_dir_writer
 from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
 from flashsac_bench.runner.writes import move_aside
@@ -296,6 +297,8 @@ def plan_resume(
         )
         return plan
     check_compatible(plan, config, training_config, model)
+    if problem := probe_payload(plan.payload or {}, config.learner):
+        raise ResumeError(f"{plan.path}: {problem}")
     return plan
 
 
@@ -398,6 +401,18 @@ def resume_command(command: dict[str, Any], run_dir: Path, source: Path | None =
         return f"train(config with run.resume={src!r}, run_dir={str(run_dir)!r})"
     kept = _without(list(overrides), "run.resume", "hydra.run.dir")
     args = [*kept, f"run.resume={hydra_value(src)}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
+    return shlex.join(["python", "-m", "flashsac_bench", *args])
+
+
+def restart_command(command: dict[str, Any], run_dir: Path) -> str:
+    """The exact command that starts a run again in its own run dir, whatever an earlier attempt
+    left there (run.resume=auto: continue from a checkpoint if there is one, else start over,
+    the earlier attempt's files set aside)."""
+    overrides = command.get("overrides")
+    if overrides is None:  # called through the API, not the CLI
+        return f"train(config with run.resume={AUTO!r}, run_dir={str(run_dir)!r})"
+    kept = _without(list(overrides), "run.resume", "hydra.run.dir")
+    args = [*kept, f"run.resume={AUTO}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
     return shlex.join(["python", "-m", "flashsac_bench", *args])
 
 

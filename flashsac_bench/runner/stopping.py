@@ -1,6 +1,7 @@
 """When a run ends before run.iterations: the loop asks `Stopping.due` before each iteration.
 
-A signal (Ctrl-C, SIGTERM) ends it interrupted (runner.lifecycle.Signals). Two rules end it
+A signal (Ctrl-C, SIGTERM) ends it interrupted (runner.signals; a Stopping is made when the
+setup is done, and from then on a first signal ends the current iteration). Two rules end it
 complete, with the rule as its `stopped_by`:
 - run.time_limit_s: the seconds since the runner started (setup included) have run out;
 - run.stop_at_walk: a logged window met the walking thresholds, judged as the learning analysis
@@ -12,7 +13,10 @@ run ends before the iteration after that.
 A run that is not learning is not complete: a logged window in which every critic (or every
 actor) update was skipped (non-finite losses or gradients: the learner's finite guard keeps the
 weights) or every env's every step was a broken row (records.dead_tick) ends the run with a
-NotLearningError that says which and why, before its next iteration.
+NotLearningError that says which and why, before its next iteration. The last window (partial,
+written when the loop ends; also the last window of a resumed run) is judged too (`saw_last`):
+a short run that learned nothing does not end complete. Only the rows that learned are judged
+for skipped updates (those before the start of learning have no updates to skip).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class Stopping:
         self.tracking_top = config.task.rewards.tracking_lin_vel * config.task.ctrl_dt
         self.run_t0 = run_t0
         self.signals = signals
+        signals.loop_started()  # the setup is done: a first signal now ends the loop's iteration
         self.reason: str | None = None  # the rule that ended the run
         self._walked: str | None = None
         self._not_learning: str | None = None
@@ -87,8 +92,9 @@ class Stopping:
                 "reward was zeroed; check the task's values and its model file (task.model_file)"
             )
         learned = [r for r in rows if r.get("learning") and r.get("critic_skipped") is not None]
-        if not learned or len(learned) < len(rows):
-            return None  # a window before (or at) the start of learning is not judged
+        if not learned:
+            return None  # a window before the start of learning: no update to judge
+        span = f"iterations {learned[0]['iteration']}-{learned[-1]['iteration']}"
         for name, per_iteration, why in (
             ("critic", self.critic_updates, "non-finite loss or gradient"),
             ("actor", self.actor_updates, "non-finite loss or gradient"),
@@ -100,6 +106,16 @@ class Stopping:
                     "values"
                 )
         return None
+
+    def saw_last(self, window: Window | None) -> None:
+        """Judge the run's last window (written as the loop ends, however many rows it has) and
+        end the run as not learning when it, or the window before it, learned nothing. A run
+        stopped by a signal stays interrupted (it is continued, and judged, on resume)."""
+        if self.signals.requested:
+            return
+        self.saw(window)
+        if self._not_learning:
+            raise NotLearningError(self._not_learning)
 
     def _time_is_up(self, done_iterations: int) -> str | None:
         limit = self.time_limit_s

@@ -145,6 +145,8 @@ def to_plain(value: Any, where: str = "checkpoint") -> Any:
     if isinstance(value, torch.Tensor) or type(value) in PLAIN_SCALARS:
         return value
     if isinstance(value, bytes | bytearray):
+        if not value:  # torch.frombuffer refuses an empty buffer
+            return {BYTES_KEY: torch.zeros(0, dtype=torch.uint8)}
         return {BYTES_KEY: torch.frombuffer(bytearray(value), dtype=torch.uint8)}
     if isinstance(value, np.ndarray | np.generic):
         arr = np.asarray(value)
@@ -173,22 +175,67 @@ def to_plain(value: Any, where: str = "checkpoint") -> Any:
     )
 
 
-def from_plain(value: Any) -> Any:
-    """The inverse of `to_plain`."""
+class MalformedValueError(ValueError):
+    """An encoded value (`to_plain`) that no `to_plain` wrote: its record is named."""
+
+
+def from_plain(value: Any, where: str = "") -> Any:
+    """The inverse of `to_plain`. MalformedValueError names an encoded array or bytes whose
+    record does not describe a plain numpy array (an object dtype, a shape its bytes do not
+    fill, data that is no byte tensor): a crafted file, refused instead of decoded."""
     if isinstance(value, dict):
         if BYTES_KEY in value:
-            return value[BYTES_KEY].numpy().tobytes()
+            return _bytes(value, where)
         if NDARRAY_KEY in value:
-            raw = value["data"].numpy().tobytes()
-            arr = np.frombuffer(raw, dtype=np.dtype(value[NDARRAY_KEY])).copy()
-            arr = arr.reshape(value["shape"])
-            return arr[()] if value.get("scalar") else arr
-        return {key: from_plain(item) for key, item in value.items()}
+            return _ndarray(value, where)
+        return {
+            key: from_plain(item, f"{where}.{key}" if where else str(key))
+            for key, item in value.items()
+        }
     if isinstance(value, list):
-        return [from_plain(item) for item in value]
+        return [from_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, tuple):
-        return tuple(from_plain(item) for item in value)
+        return tuple(from_plain(item, f"{where}[{i}]") for i, item in enumerate(value))
     return value
+
+
+def _byte_tensor(data: Any, where: str) -> torch.Tensor:
+    if not (isinstance(data, torch.Tensor) and data.dtype == torch.uint8 and data.dim() == 1):
+        raise MalformedValueError(f"{where or 'value'}: its data is not a 1-d byte tensor")
+    return data
+
+
+def _bytes(value: dict[str, Any], where: str) -> bytes:
+    return _byte_tensor(value[BYTES_KEY], where).numpy().tobytes()
+
+
+def _ndarray(value: dict[str, Any], where: str) -> Any:
+    name = where or "array"
+    try:
+        dtype = np.dtype(value[NDARRAY_KEY])
+    except (TypeError, ValueError):
+        raise MalformedValueError(f"{name}: {value[NDARRAY_KEY]!r} is not a numpy dtype") from None
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise MalformedValueError(f"{name}: dtype {dtype} is not one of plain numbers")
+    shape = value.get("shape")
+    if not (
+        isinstance(shape, list)
+        and all(type(n) is int and 0 <= n <= 1 << 40 for n in shape)
+        and len(shape) <= 32
+    ):
+        raise MalformedValueError(f"{name}: shape {shape!r} is not a list of sizes")
+    data = _byte_tensor(value.get("data"), name)
+    need = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if data.numel() != need:
+        raise MalformedValueError(
+            f"{name}: {data.numel()} bytes do not fill shape {tuple(shape)} of {dtype} ({need} "
+            "bytes)"
+        )
+    scalar = value.get("scalar")
+    if type(scalar) is not bool or (scalar and shape):
+        raise MalformedValueError(f"{name}: 'scalar' is {scalar!r} for shape {tuple(shape)}")
+    arr = np.frombuffer(data.numpy().tobytes(), dtype=dtype).copy().reshape(shape)
+    return arr[()] if scalar else arr
 
 
 # ---------------------------------------------------------------------------- finite values

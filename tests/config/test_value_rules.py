@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+import typing
 from typing import Any
 
 import pytest
@@ -80,23 +82,93 @@ def test_every_float_of_the_evaluate_options_refuses_nan(key, index):
         EvalConfig(checkpoint="x", **{key: value})
 
 
+def _number_keys(schema: type, prefix: str = "") -> list[tuple[str, str, bool]]:
+    """(dotted key, "int" / "float", whether it holds a list) of every number-typed field of a
+    config dataclass, nested ones and optional groups (backend.warp) included."""
+    found: list[tuple[str, str, bool]] = []
+    for f in dataclasses.fields(schema):
+        hint = typing.get_type_hints(schema)[f.name]
+        nested = [a for a in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(a)]
+        if nested:
+            found += _number_keys(nested[0], f"{prefix}{f.name}.")
+            continue
+        args = typing.get_args(hint)
+        inner = args[0] if typing.get_origin(hint) is list else None
+        for kind in (int, float):
+            if hint is kind or kind in args or inner is kind:
+                found.append((f"{prefix}{f.name}", kind.__name__, inner is kind))
+    return found
+
+
+CONFIG_NUMBERS = _number_keys(Config)
+EVAL_NUMBERS = _number_keys(EvalConfig)
+ABSURD = {"int": (2**70, -1), "float": (1e30, -1e30)}
+
+
+def _absurd_config(key: str, value: Any) -> dict[str, Any]:
+    out = _nested(key, value)
+    if key.startswith("backend.warp."):
+        out["backend"]["name"] = "mjwarp"
+    return out
+
+
+def test_the_number_walk_sees_every_kind_of_field():
+    keys = {k: (kind, is_list) for k, kind, is_list in CONFIG_NUMBERS}
+    assert keys["run.seed"] == ("int", False) and keys["run.iterations"] == ("int", False)
+    assert keys["backend.warp.nconmax"] == ("int", False)
+    assert keys["task.pose_weights"] == ("float", True)
+    assert keys["run.time_limit_s"] == ("float", False)  # float | None
+    assert len(CONFIG_NUMBERS) > 80 and "seed" in {k for k, _, _ in EVAL_NUMBERS}
+
+
+@pytest.mark.parametrize("sign", [0, 1], ids=["huge", "negative"])
+@pytest.mark.parametrize(
+    ("key", "kind", "is_list"), CONFIG_NUMBERS, ids=[k for k, *_ in CONFIG_NUMBERS]
+)
+def test_every_number_of_the_config_has_a_range(key, kind, is_list, sign):
+    """Finite is not enough: every number (ints too: seeds, counts, sizes) refuses a value past
+    any sense, naming the key, whatever group it is in."""
+    bad = ABSURD[kind][sign]
+    default: Any = Config()
+    for part in key.split("."):
+        default = getattr(default, part, None)
+    value: Any = [bad, *list(default)[1:]] if is_list else bad
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}(\[0\])?={re.escape(str(bad))}"):
+        to_config(_absurd_config(key, value))
+
+
+@pytest.mark.parametrize("sign", [0, 1], ids=["huge", "negative"])
+@pytest.mark.parametrize(
+    ("key", "kind", "is_list"), EVAL_NUMBERS, ids=[k for k, *_ in EVAL_NUMBERS]
+)
+def test_every_number_of_the_evaluate_options_has_a_range(key, kind, is_list, sign):
+    bad = ABSURD[kind][sign]
+    value: Any = [bad, *getattr(EvalConfig(), key)[1:]] if is_list else bad
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}(\[0\])?={re.escape(str(bad))}"):
+        EvalConfig(checkpoint="x", **{key: value})
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"learner": {"temp_target_sigma": 0.0}}, "learner.temp_target_sigma must be > 0"),
-        ({"learner": {"adam_beta1": 1.0}}, "learner.adam_beta1 must be in [0, 1)"),
-        ({"learner": {"adam_beta2": -0.1}}, "learner.adam_beta2 must be in [0, 1)"),
-        ({"learner": {"adam_eps": 0.0}}, "learner.adam_eps must be > 0"),
-        ({"learner": {"bn_eps": 0.0}}, "learner.bn_eps must be > 0"),
-        ({"learner": {"rms_eps": -1e-6}}, "learner.rms_eps must be > 0"),
-        ({"learner": {"bn_momentum": 1.5}}, "learner.bn_momentum must be in [0, 1]"),
-        ({"learner": {"critic_hidden_dim": 10**9}}, "learner.critic_hidden_dim must be <="),
-        ({"run": {"num_envs": 10**9}}, "run.num_envs must be <="),
-        ({"task": {"pose_weights": [-1.0] + [1.0] * 28}}, "task.pose_weights must be >= 0"),
-        ({"task": {"obs": {"gyro_scale": 0.0}}}, "task.obs.gyro_scale must be > 0"),
-        ({"task": {"decimation": 10**6}}, "task.decimation must be in [1, 1000]"),
+        ({"learner": {"temp_target_sigma": 0.0}}, "learner.temp_target_sigma=0.0: must be in (0,"),
+        ({"learner": {"adam_beta1": 1.0}}, "learner.adam_beta1=1.0: must be in [0, 1)"),
+        ({"learner": {"adam_beta2": -0.1}}, "learner.adam_beta2=-0.1: must be in [0, 1)"),
+        ({"learner": {"adam_eps": 0.0}}, "learner.adam_eps=0.0: must be in (0, 1]"),
+        ({"learner": {"bn_eps": 0.0}}, "learner.bn_eps=0.0: must be in (0, 1]"),
+        ({"learner": {"rms_eps": -1e-6}}, "learner.rms_eps=-1e-06: must be in (0, 1]"),
+        ({"learner": {"bn_momentum": 1.5}}, "learner.bn_momentum=1.5: must be in [0, 1]"),
+        ({"learner": {"critic_hidden_dim": 10**9}}, "learner.critic_hidden_dim=1000000000: must"),
+        ({"run": {"num_envs": 10**9}}, "run.num_envs=1000000000: must be in [1, 16777216]"),
+        ({"task": {"pose_weights": [-1.0] + [1.0] * 28}}, "task.pose_weights[0]=-1.0"),
+        ({"task": {"obs": {"gyro_scale": 0.0}}}, "task.obs.gyro_scale=0.0: must be in (0,"),
+        ({"task": {"decimation": 10**6}}, "task.decimation=1000000: must be in [1, 1000]"),
         ({"task": {"ctrl_dt": 1e-9}}, "task.episode_length_s / task.ctrl_dt must be <="),
-        ({"update": {"updates_per_step": 10**6}}, "update.updates_per_step must be <="),
+        ({"update": {"updates_per_step": 10**6}}, "update.updates_per_step=1000000: must be in"),
+        # finite, but past any sense: issue 47's findings
+        ({"run": {"seed": 10**23}}, "run.seed=100000000000000000000000: must be in [0, "),
+        ({"task": {"rewards": {"alive": 1e38}}}, "task.rewards.alive=1e+38: must be in [-10000,"),
+        ({"run": {"skip_first": 10, "iterations": 10}}, "run.skip_first=10 skips all"),
     ],
 )
 def test_out_of_domain_values_are_refused(override, message):
@@ -138,7 +210,7 @@ def test_a_check_that_fails_unexpectedly_is_that_jobs_one_line(tmp_path):
     ("args", "texts"),
     [
         (["task.ctrl_dt=nan"], ["task.ctrl_dt=nan", "finite"]),
-        (["learner.temp_target_sigma=0"], ["learner.temp_target_sigma must be > 0"]),
+        (["learner.temp_target_sigma=0"], ["learner.temp_target_sigma=0.0: must be in (0,"]),
         (["-m", "task.ctrl_dt=0.02,nan"], ["1 of 2 sweep jobs", "job 1 (task.ctrl_dt=nan)"]),
         (["hydra.run.dir="], ["hydra.run.dir is empty"]),
     ],
@@ -164,13 +236,13 @@ def test_the_cli_refuses_before_any_job_starts(args, texts, tmp_path):
 
 
 def test_a_field_may_say_that_it_takes_non_finite_values():
-    from flashsac_bench.config.values import NONFINITE, require_finite
+    from flashsac_bench.config.values import NONFINITE, require_bounded
 
     @dataclasses.dataclass
     class Group:
         limit: float = dataclasses.field(default=math.inf, metadata=NONFINITE)
         rate: float = 1.0
 
-    require_finite(Group(), "g.")
+    require_bounded(Group(), "g.")
     with pytest.raises(ConfigError, match=r"^g\.rate=nan: must be a finite number"):
-        require_finite(Group(rate=math.nan), "g.")
+        require_bounded(Group(rate=math.nan), "g.")

@@ -33,7 +33,7 @@ def test_the_preset_composes_with_its_own_options() -> None:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["backend=mjwarp", "backend.warp.nconmax=0"], "backend.warp.nconmax and njmax must be"),
+        (["backend=mjwarp", "backend.warp.nconmax=0"], "backend.warp.nconmax=0: must be in [1, "),
         (["backend=mjwarp", "backend.warp.device=gpu"], "backend.warp.device must be"),
         (["backend=mjwarp", "+backend.warp.nconmx=3"], "unknown key backend.warp.nconmx"),
         (["backend=mjwarp", "backend.warp.device=cuda"], "must run on the learner's device"),

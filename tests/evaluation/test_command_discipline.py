@@ -83,7 +83,7 @@ def _mismatched(trained_run, tmp_path: Path) -> Path:
     ("tool", "args", "texts"),
     [
         (evaluate, ["render=true", "render_fps=7"], ["render_fps=7 must divide the control rate"]),
-        (evaluate, ["width=0"], ["width must be in [8, 4096]"]),
+        (evaluate, ["width=0"], ["width=0: must be in [8, 4096]"]),
         (evaluate, ["render_env=3"], ["render_env must be an env of this evaluation"]),
         (evaluate, ["episods=3"], ["unknown key episods (did you mean episodes?)"]),
         (evaluate, ["out_dir={file}"], ["cannot create out_dir", "is not a directory"]),

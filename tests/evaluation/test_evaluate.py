@@ -327,7 +327,7 @@ def test_evaluate_cli_errors_are_one_line_and_write_nothing(trained_run, tmp_pat
         ([f"checkpoint={cut}"], (str(cut), "truncated")),
         ([], ("checkpoint=", "is required")),
         ([f"checkpoint={trained_run.checkpoint}", "episods=3"], ("unknown key episods",)),
-        ([f"checkpoint={trained_run.checkpoint}", "episodes=0"], ("must be >= 1",)),
+        ([f"checkpoint={trained_run.checkpoint}", "episodes=0"], ("episodes=0: must be in [1, ",)),
         # a sweep checks every job before the first one runs
         ([f"checkpoint={trained_run.checkpoint},{cut}", "-m"], ("job 1", str(cut))),
     ]

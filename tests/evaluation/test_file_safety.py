@@ -130,7 +130,8 @@ def test_plain_values_round_trip_bit_for_bit_and_objects_are_refused(tmp_path):
         "raw": b"\x00\x01bytes",
     }
     path = tmp_path / "c.pt"
-    payload = {"iteration": 1, "learner": {"tensors": {"w": torch.ones(2)}}, "replay": None}
+    learner = {"dims": [1, 1, 1], "tensors": {"w": torch.ones(2)}}
+    payload = {"iteration": 1, "learner": learner, "replay": None}
     save_checkpoint(path, {**payload, "env": state, "staging": None, "rows_all": []})
     back = load_checkpoint(path)["env"]
     for key in ("f64", "u64", "b", "view"):

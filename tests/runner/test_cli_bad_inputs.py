@@ -83,6 +83,10 @@ CASES = [
                                  "run.iterations=20"],
          ["learner.critic_hidden_dim (checkpoint 16, now 32)"]),
     Case("unwritable_run_dir", ["hydra.run.dir={tmp}/notes.txt/run"], ["notes.txt"], code=1),
+    Case("run_dir_dangling_symlink", ["hydra.run.dir={tmp}/dangling"],
+         ["{tmp}/dangling is a dangling symlink"], code=1),
+    Case("run_dir_in_a_symlink_loop", ["hydra.run.dir={tmp}/loop/run"],
+         ["{tmp}/loop is a symlink loop"], code=1),
     Case("sweep_with_an_invalid_job", ["-m", "replay.batch_size=32,100000",
                                        "hydra.sweep.dir={tmp}/sweep"],
          ["1 of 2 sweep jobs", "job 1 (replay.batch_size=100000)"]),
@@ -102,6 +106,8 @@ def files(tmp_path_factory) -> dict[str, Path]:
     (tmp / "no_sites.xml").write_text(NO_SITES_XML)
     (tmp / "notes.txt").write_text("not a checkpoint\n")
     (tmp / "empty_run").mkdir()
+    (tmp / "dangling").symlink_to(tmp / "nowhere")
+    (tmp / "loop").symlink_to(tmp / "loop")
     run = tmp / "good_run"
     proc = run_cli([*TINY, f"hydra.run.dir={run}"], cwd=tmp)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -142,6 +148,25 @@ def test_bad_input_fails_in_one_clear_line(case: Case, files, tmp_path):
         assert not marker.exists(), "an env was built for a refused input"
         assert not run_dir.exists(), "a refused input left a run dir"
         assert not (files["tmp"] / "sweep").exists()
+        assert not (files["tmp"] / "nowhere").exists()
+
+
+def test_no_space_left_at_the_start_is_one_line_before_anything(tmp_path, monkeypatch):
+    """0 bytes free where the run dir goes: refused by the preflight (Hydra would otherwise
+    fail writing its own config into the run dir, with a traceback)."""
+    from flashsac_bench.cli import preflight, train
+    from flashsac_bench.cli.errors import UsageError
+    from flashsac_bench.config import register_configs
+
+    monkeypatch.setenv("FLASHSAC_BENCH_ENV_FACTORY", "tests.fakes.fake_env:make_env")
+    monkeypatch.setattr(train, "_free_bytes", lambda folder: 0)
+    register_configs()
+    run_dir = tmp_path / "run"
+    with pytest.raises(UsageError) as info:
+        preflight.check_command([*TINY, f"hydra.run.dir={run_dir}"], "config", train.check_job)
+    assert info.value.code == 1
+    assert str(info.value).startswith(f"no space left on device: {tmp_path} has 0 bytes free")
+    assert not run_dir.exists() and list(tmp_path.iterdir()) == []
 
 
 def test_compare_script_on_a_missing_path(tmp_path):
