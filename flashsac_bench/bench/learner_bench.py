@@ -79,7 +79,7 @@ def unilab_batches(learner: FlashSACLearner, count: int) -> list[dict[str, torch
     """Large batches for upstream, gathered from OUR ring with our sampler: same data."""
     out = []
     for _ in range(count):
-        batch, _, _ = learner.sample()
+        batch = learner.path.cycle.sample().batch
         cols = learner.statics.rows.split(batch)
         out.append(
             {

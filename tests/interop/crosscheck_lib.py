@@ -831,7 +831,7 @@ def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> t
         }
         edited_statics = dataclasses.replace(st, **projectors)
         monkeypatch.setattr(learner, "statics", edited_statics)
-        monkeypatch.setattr(learner, "steps", paths_mod.eager_steps(edited_statics, learner.state))
+        monkeypatch.setattr(learner.path.cycle, "statics", edited_statics)
         return update
     # networks / distributional / adam: rebind the functions that update.py imported from it
     for name, obj in vars(update).items():
