@@ -193,8 +193,10 @@ def batch_norm(
 
 
 def bn_affine(x_hat: torch.Tensor, affine: torch.Tensor) -> torch.Tensor:
-    """gamma * x_hat + beta with affine [..., 2, d] broadcast over the batch dim."""
-    return x_hat * affine.select(-2, 0).unsqueeze(-2) + affine.select(-2, 1).unsqueeze(-2)
+    """gamma * x_hat + beta with affine [..., 2, d] broadcast over the batch dim (unbind: its
+    gradient is one stack, not a zero-filled tensor per half)."""
+    gamma, beta = affine.unbind(-2)
+    return x_hat * gamma.unsqueeze(-2) + beta.unsqueeze(-2)
 
 
 def _linear(x: torch.Tensor, w: torch.Tensor, mm_dtype: torch.dtype, out: int) -> torch.Tensor:

@@ -55,6 +55,7 @@ from flashsac_bench.learner.networks import (
 )
 from flashsac_bench.learner.projection import Projector
 from flashsac_bench.learner.replay import ReplayRing, RowLayout
+from flashsac_bench.learner.rng import index_bits, index_from_bits, normal_bits, normal_from_bits
 from flashsac_bench.learner.schedule import LRSchedule
 from flashsac_bench.learner.state import METRIC_INDEX, METRICS_OFFSET, SCALAR_INDEX, LearnerState
 
@@ -484,12 +485,23 @@ class Cycle:
         """A cycle's draws, in the order every path makes them: the rows of every update
         (into self.batch), the next-action noise of every critic update, the noise of every
         actor update."""
-        rng, B, A = self.state.rng, self.batch_size, self.statics.rows.action_dim
-        idx = rng.index(STREAM_INDEX, self.n_updates * B, self.ring.size)
+        B, A = self.batch_size, self.statics.rows.action_dim
+        rows = self.n_updates * B
+        next_shape, actor_shape = (self.n_updates, B, A), (max(self.n_actor, 1), B, A)
+        idx_bits, next_bits, actor_bits = self.state.rng.bits(
+            (
+                (STREAM_INDEX, index_bits(rows)),
+                (STREAM_NEXT_NOISE, normal_bits(next_shape)),
+                (STREAM_ACTOR_NOISE, normal_bits(actor_shape)),
+            )
+        )
+        idx = index_from_bits(idx_bits, rows, self.ring.size)
         torch.index_select(self.ring.storage, 0, idx, out=self.batch)
-        eps_next = rng.normal(STREAM_NEXT_NOISE, (self.n_updates, B, A))
-        eps_actor = rng.normal(STREAM_ACTOR_NOISE, (max(self.n_actor, 1), B, A))
-        return Draws(self.batch, eps_next, eps_actor)
+        return Draws(
+            self.batch,
+            normal_from_bits(next_bits, next_shape),
+            normal_from_bits(actor_bits, actor_shape),
+        )
 
     def run(self, path: UpdatePath) -> None:
         """Draw, then run every planned update on `path`."""
