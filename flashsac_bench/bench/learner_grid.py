@@ -100,6 +100,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
+            ran_eager = False
             timed: set = set()  # (align, path, options that matter on that path)
             wanted = ref_configs is None or f"{b}x{u}" in ref_configs
             for i, (align, options) in enumerate(configs):
@@ -128,16 +129,24 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                         print(f"     ours {what} FAILED: {failures[-1]}", flush=True)
                         continue
                     timed.add(key)
+                    ran_eager |= path == "eager"
                     record("ours", path, setup, timing)
                 # The reference right after the first variant, whatever the deadline says: the
-                # ratios need it, and --deadline-s cuts our later variants instead.
+                # ratios need it, and --deadline-s cuts our later variants instead. Its eager
+                # mode beside ours where ours ran eager, its graph always.
                 if i == 0 and args.reference == "unilab-rl" and wanted and last is not None:
-                    try:
-                        timing = time_unilab(setup, last, args.cycles, args.warmup)
-                        record("unilab-rl", "cudagraph", setup, timing)
-                    except Exception as err:  # noqa: BLE001 - report and keep measuring ours
-                        kind = type(err).__name__
-                        print(f"unilab-rl B={b} u{u} failed: {kind}: {err}", flush=True)
+                    modes = [m for m in ("eager", "cudagraph") if m != "eager" or ran_eager]
+                    for mode in modes:
+                        eager = mode == "eager"
+                        cycles = args.eager_cycles if eager else args.cycles
+                        try:
+                            timing = time_unilab(
+                                setup, last, cycles, min(args.warmup, cycles), eager=eager
+                            )
+                            record("unilab-rl", mode, setup, timing)
+                        except Exception as err:  # noqa: BLE001 - report, keep measuring ours
+                            kind = type(err).__name__
+                            print(f"unilab-rl {mode} B={b} u{u} failed: {kind}: {err}", flush=True)
             last = None
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
@@ -145,14 +154,16 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
 
 
 def print_ratios(rows: list[dict]) -> None:
-    """Median ms per cycle of every (B, u, align, variant), and eager and upstream over graph."""
+    """Median ms per cycle of every (B, u, align, variant), ours beside upstream's eager and
+    graph, and the ratios within this run: ours eager / upstream eager, our eager / our
+    cudagraph, upstream graph / our cudagraph."""
     print("\nmedian ms per cycle (ratios within this run)")
+    columns = ["eager", "compile", "cudagraph", "up eager", "up graph"]
     print(
         f"{'B':>5} {'u':>3} {'align':>5} "
-        + " ".join(f"{p:>10}" for p in ["eager", "compile", "cudagraph", "unilab-rl"])
-        + "   eager/graph  upstream/graph"
+        + " ".join(f"{c:>10}" for c in columns)
+        + "  eager/up-eager  eager/graph  up-graph/graph"
     )
-
     keyed = {
         (
             r["impl"],
@@ -164,20 +175,27 @@ def print_ratios(rows: list[dict]) -> None:
         ): r
         for r in rows
     }
-    ref = {(r["batch_size"], r["updates_per_step"]): r for r in rows if r["impl"] != "ours"}
+    ref = {
+        (r["path"], r["batch_size"], r["updates_per_step"]): r for r in rows if r["impl"] != "ours"
+    }
     for b in sorted({r["batch_size"] for r in rows}):
         for u in sorted({r["updates_per_step"] for r in rows}):
             ours = sorted(
                 {(r["gemm_align"], _label(r["path_options"])) for r in rows if r["impl"] == "ours"}
             )
             for a, var in ours:
-                paths = ("eager", "compile", "cudagraph")
-                vals = [keyed.get(("ours", p, b, u, a, var)) for p in paths] + [ref.get((b, u))]
+                vals = [
+                    keyed.get(("ours", p, b, u, a, var)) for p in ("eager", "compile", "cudagraph")
+                ]
+                vals += [ref.get((p, b, u)) for p in ("eager", "cudagraph")]
+                if not any(vals[:3]):
+                    continue
                 med = [v["median_ms"] if v else float("nan") for v in vals]
                 print(
                     f"{b:>5} {u:>3} {a:>5} "
                     + " ".join(f"{m:10.3f}" for m in med)
-                    + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x  {var}"
+                    + f"  {med[0] / med[3]:13.2f}x  {med[0] / med[2]:10.2f}x"
+                    + f"  {med[4] / med[2]:13.2f}x  {var}"
                 )
 
 
