@@ -5,14 +5,16 @@ same `update.critic_update` / `update.actor_update`, in the same order) through 
 the path decides only how each update executes (`Path.critic`, `Path.actor`) and how the cycle
 is replayed:
 
-- eager: the update functions as they are; each result is written into the state (`update.write`).
+- eager: the update functions as they are; each result is written into the state (`update.write`),
+  the fused optimizer step (CUDA) writes its part in place.
 - compile: each update is ONE torch.compile'd graph (forward, backward, Adam, projection,
   Polyak). The compiled updates are pure and their results are written after them, outside the
   graph: a compiled graph that mutates its inputs makes Inductor skip its CUDA graphs, which
   the compile path uses on CUDA.
 - cudagraph: the compiled updates write their tensor results themselves, inside the compiled
-  graph (the outer capture needs no pure updates, and the copies fuse); Inductor's own CUDA
-  graphs stay off, since graphs cannot nest. After two settling cycles one call of the whole
+  graph (the outer capture needs no pure updates, and the copies fuse; the fused optimizer
+  step writes the state in place); Inductor's own CUDA graphs stay off, since graphs cannot
+  nest. After two settling cycles one call of the whole
   cycle is captured as one CUDA graph, and every iteration replays it.
 
 On every path the scalar vector is written outside compiled code (learner.state.SCALARS says
@@ -58,12 +60,12 @@ class Path:
     def critic(self, rows, eps_next, divisor, update_target: bool) -> None:
         """One critic update on rows [B, width] with next-action noise [B, A]."""
         st, s = self.cycle.statics, self.cycle.state
-        write(s, critic_update(st, s, rows, eps_next, divisor, update_target))
+        write(s, critic_update(st, s, rows, eps_next, divisor, update_target, in_place=True))
 
     def actor(self, rows, eps) -> None:
         """One actor + temperature update on rows [B, width] with noise [B, A]."""
         st, s = self.cycle.statics, self.cycle.state
-        write(s, actor_update(st, s, rows, eps))
+        write(s, actor_update(st, s, rows, eps, in_place=True))
 
     def run(self) -> None:
         """One iteration's cycle."""
@@ -144,10 +146,11 @@ class CapturedPath(Path):
         st, s = cycle.statics, cycle.state
 
         def critic(rows, eps_next, divisor, update_target: bool) -> torch.Tensor:
-            return write_tensors(s, critic_update(st, s, rows, eps_next, divisor, update_target))
+            result = critic_update(st, s, rows, eps_next, divisor, update_target, in_place=True)
+            return write_tensors(s, result)
 
         def actor(rows, eps) -> torch.Tensor:
-            return write_tensors(s, actor_update(st, s, rows, eps))
+            return write_tensors(s, actor_update(st, s, rows, eps, in_place=True))
 
         self._critic = compile_update(critic, False, options)
         self._actor = compile_update(actor, False, options)

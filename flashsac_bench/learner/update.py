@@ -31,7 +31,6 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.adam import (
     AdamConfig,
     AdamState,
-    adam_apply,
     adam_candidate,
     adam_hyper,
     is_finite,
@@ -41,6 +40,7 @@ from flashsac_bench.learner.distributional import (
     cross_entropy,
     select_min_q,
 )
+from flashsac_bench.learner.kernels import optimizer as fused_optimizer
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.networks import (
     NetSpec,
@@ -85,50 +85,55 @@ class UpdateStatics:
     target_entropy: float
     mm_dtype: torch.dtype
     gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
+    kernels: bool = False  # the fused kernels (learner.kernels) run instead of their references
 
 
 class CriticResult(NamedTuple):
     """A critic update's next values (gated: the old ones where the update was not finite)."""
 
     scalars: torch.Tensor  # the whole next LearnerState.scalars vector
-    params: torch.Tensor
-    exp_avg: torch.Tensor
-    exp_avg_sq: torch.Tensor
+    # None: written into the state by the update itself (`in_place`), or, for the target,
+    # not moved by this update (Polyak)
+    params: torch.Tensor | None
+    exp_avg: torch.Tensor | None
+    exp_avg_sq: torch.Tensor | None
     buffers: torch.Tensor  # the online critic's BN running statistics
     target_buffers: torch.Tensor
-    target: torch.Tensor | None  # None: this update does not move the target (Polyak)
+    target: torch.Tensor | None
 
     def assignments(self, s: LearnerState) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """(state tensor, its next value) for every tensor result but the scalar vector."""
-        out = [
+        """(state tensor, its next value) for every tensor result left to write but the
+        scalar vector."""
+        pairs = [
             (s.critic_params, self.params),
             (s.critic_adam.exp_avg, self.exp_avg),
             (s.critic_adam.exp_avg_sq, self.exp_avg_sq),
             (s.critic_buffers, self.buffers),
             (s.target_buffers, self.target_buffers),
+            (s.target_params, self.target),
         ]
-        if self.target is not None:
-            out.append((s.target_params, self.target))
-        return out
+        return [(dst, value) for dst, value in pairs if value is not None]
 
 
 class ActorResult(NamedTuple):
     """An actor + temperature update's next values (the temperature's live in `scalars`)."""
 
     scalars: torch.Tensor
-    params: torch.Tensor
-    exp_avg: torch.Tensor
-    exp_avg_sq: torch.Tensor
+    params: torch.Tensor | None  # None: written by the update itself (`in_place`)
+    exp_avg: torch.Tensor | None
+    exp_avg_sq: torch.Tensor | None
     buffers: torch.Tensor
 
     def assignments(self, s: LearnerState) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """(state tensor, its next value) for every tensor result but the scalar vector."""
-        return [
+        """(state tensor, its next value) for every tensor result left to write but the
+        scalar vector."""
+        pairs = [
             (s.actor_params, self.params),
             (s.actor_adam.exp_avg, self.exp_avg),
             (s.actor_adam.exp_avg_sq, self.exp_avg_sq),
             (s.actor_buffers, self.buffers),
         ]
+        return [(dst, value) for dst, value in pairs if value is not None]
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -182,33 +187,28 @@ class OptimizerStep(NamedTuple):
 
 
 def optimizer_step(
+    st: UpdateStatics,
     projector: Projector,
-    cfg: AdamConfig,
-    tau: float,
     params: torch.Tensor,
     grad: torch.Tensor,
     adam: AdamState,
     target: torch.Tensor | None,
     lr: torch.Tensor,
     ok: torch.Tensor,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+    after: list[torch.Tensor] | None = None,
 ) -> OptimizerStep:
     """Adam, then the weight projection, then (critic) Polyak toward the projected weights,
-    every next value gated by `ok`."""
-    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, cfg)
-    next_step = torch.where(ok, step, adam.step)
-    new_params, m, v = adam_apply(
-        params, grad, adam.exp_avg, adam.exp_avg_sq, step_size, bc2_sqrt, cfg
-    )
-    new_params = projector(new_params)
-    # Polyak on parameters only (BN running buffers are not averaged).
-    moved = None if target is None else torch.where(ok, torch.lerp(target, new_params, tau), target)
-    return OptimizerStep(
-        params=torch.where(ok, new_params, params),
-        exp_avg=torch.where(ok, m, adam.exp_avg),
-        exp_avg_sq=torch.where(ok, v, adam.exp_avg_sq),
-        target=moved,
-        step=next_step,
-    )
+    every next value gated by `ok` (learner.kernels.optimizer: its reference, or with
+    st.kernels its fused kernel, writing into `out` where given). `after`: the update's other
+    results that read the tensors `out` overwrites (computed before the kernel writes)."""
+    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, st.adam)
+    args = (params, grad, adam.exp_avg, adam.exp_avg_sq, target, step_size, bc2_sqrt, ok)
+    if st.kernels:
+        new = fused_optimizer.step(projector, st.adam, st.tau, *args, out=out, after=after)
+    else:
+        new = fused_optimizer.reference(projector, st.adam, st.tau, *args)
+    return OptimizerStep(*new, step=torch.where(ok, step, adam.step))
 
 
 def grad_and_value(layout: Layout, flat: torch.Tensor, loss_fn):
@@ -313,15 +313,22 @@ def critic_update(
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
     update_target: bool,
+    in_place: bool = False,
 ) -> CriticResult:
     """Distributional critic update on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s');
-    with `update_target`, Polyak moves the target toward the new weights."""
+    with `update_target`, Polyak moves the target toward the new weights. `in_place` (a path
+    that writes the state): the fused optimizer step writes the parameters, the Adam moments
+    and the target into the state itself, and the result holds None for them."""
     g = critic_grad(st, s, rows, eps_next, reward_divisor)
     ok = is_finite(g.loss, g.grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
     target = s.target_params if update_target else None
+    adam = s.critic_adam
+    written = in_place and st.kernels
+    dst = (s.critic_params, adam.exp_avg, adam.exp_avg_sq, target) if written else None
+    after = [g.loss, g.q_mean, g.buffers, g.target_buffers]
     new = optimizer_step(
-        st.critic_projector, st.adam, st.tau, s.critic_params, g.grad, s.critic_adam, target, lr, ok
+        st, st.critic_projector, s.critic_params, g.grad, adam, target, lr, ok, dst, after
     )
     out = ScalarWriter(s.scalars)
     out.set("critic.adam.step", new.step)
@@ -332,20 +339,24 @@ def critic_update(
     out.set_metric("critic_lr", lr)
     return CriticResult(
         scalars=out.build(),
-        params=new.params,
-        exp_avg=new.exp_avg,
-        exp_avg_sq=new.exp_avg_sq,
+        params=None if written else new.params,
+        exp_avg=None if written else new.exp_avg,
+        exp_avg_sq=None if written else new.exp_avg_sq,
         buffers=torch.where(ok, g.buffers, s.critic_buffers),
         target_buffers=torch.where(ok, g.target_buffers, s.target_buffers),
-        target=new.target,
+        target=None if written else new.target,
     )
 
 
 def actor_update(
-    st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor
+    st: UpdateStatics,
+    s: LearnerState,
+    rows: torch.Tensor,
+    eps: torch.Tensor,
+    in_place: bool = False,
 ) -> ActorResult:
     """Actor update (then temperature update) on rows [B, width]; eps [B, A] reparameterizes
-    a."""
+    a. `in_place`: as critic_update's."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
@@ -371,8 +382,12 @@ def actor_update(
     grad, (loss, (new_b, entropy)) = grad_and_value(layout, s.actor_params, loss_fn)
     ok = is_finite(loss, grad)
     lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
+    adam = s.actor_adam
+    written = in_place and st.kernels
+    dst = (s.actor_params, adam.exp_avg, adam.exp_avg_sq, None) if written else None
+    after = [loss, entropy, *new_b.values()]
     new = optimizer_step(
-        st.actor_projector, st.adam, st.tau, s.actor_params, grad, s.actor_adam, None, lr, ok
+        st, st.actor_projector, s.actor_params, grad, adam, None, lr, ok, dst, after
     )
     buffers = torch.where(ok, pack(st.actor_buffer_layout, new_b), s.actor_buffers)
 
@@ -405,9 +420,9 @@ def actor_update(
     out.set_metric("actor_lr", lr)
     return ActorResult(
         scalars=out.build(),
-        params=new.params,
-        exp_avg=new.exp_avg,
-        exp_avg_sq=new.exp_avg_sq,
+        params=None if written else new.params,
+        exp_avg=None if written else new.exp_avg,
+        exp_avg_sq=None if written else new.exp_avg_sq,
         buffers=buffers,
     )
 
