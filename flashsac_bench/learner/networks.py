@@ -290,6 +290,17 @@ def tanh_normal_sample(
     return torch.tanh(u), (log_normal - log_det).sum(-1)
 
 
+def critic_logits(
+    net: Network, critic_obs: torch.Tensor, actions: torch.Tensor, *, training: bool
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Ensemble critic logits [E, B, K] over the support's atoms, and the new buffers."""
+    x = torch.cat([critic_obs, actions], dim=-1)
+    h, new_b = trunk(net, x, training=training)
+    p, mm_dtype = net.params, net.mm_dtype
+    logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
+    return logits, new_b
+
+
 def critic_distribution(
     net: Network,
     critic_obs: torch.Tensor,
@@ -299,10 +310,7 @@ def critic_distribution(
     training: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers."""
-    x = torch.cat([critic_obs, actions], dim=-1)
-    h, new_b = trunk(net, x, training=training)
-    p, mm_dtype = net.params, net.mm_dtype
-    logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
+    logits, new_b = critic_logits(net, critic_obs, actions, training=training)
     log_probs = torch.log_softmax(logits, dim=-1)
     q = (torch.exp(log_probs) * support).sum(-1)
     return q, log_probs, new_b

@@ -40,6 +40,7 @@ from flashsac_bench.learner.distributional import (
     cross_entropy,
     select_min_q,
 )
+from flashsac_bench.learner.kernels import categorical as fused_categorical
 from flashsac_bench.learner.kernels import optimizer as fused_optimizer
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.networks import (
@@ -49,6 +50,7 @@ from flashsac_bench.learner.networks import (
     actor_mean_log_std,
     actor_policy,
     critic_distribution,
+    critic_logits,
     matmul_views,
     param_views,
     tanh_normal_sample,
@@ -284,15 +286,39 @@ def critic_grad(
     layout = st.critic_param_layout
     critic_b = st.critic_buffer_layout.views(s.critic_buffers)
     target_b = st.critic_buffer_layout.views(s.target_buffers)
+
+    def critic_head_logits(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor]):
+        net = Network(p, b, st.critic_spec, st.norm, st.mm_dtype)
+        return critic_logits(net, critic_in, actions_in, training=True)
+
     with torch.no_grad():
         target_p = param_views(layout, s.target_params, st.mm_dtype, st.gemm_align)
-        target_q, target_log_probs, target_new_b = critic_forward(target_p, target_b)
-        target_probs = td_target(target_q, target_log_probs)
+        if st.kernels:  # learner.kernels.categorical: the same math, fused
+            target_logits, target_new_b = critic_head_logits(target_p, target_b)
+            target_probs = fused_categorical.td_target(
+                target_logits[:, batch:],
+                st.support,
+                cols["rewards"] / reward_divisor,
+                1.0 - cols["terminated"],
+                alpha * next_log_prob,
+                st.gamma,
+                st.v_min,
+                st.v_max,
+            )
+        else:
+            target_q, target_log_probs, target_new_b = critic_forward(target_p, target_b)
+            target_probs = td_target(target_q, target_log_probs)
 
     def loss_fn(p: dict[str, torch.Tensor]):
         online = matmul_views(layout, p, st.mm_dtype, st.gemm_align)
-        q, log_probs, new_b = critic_forward(online, critic_b)
         # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
+        if st.kernels:
+            logits, new_b = critic_head_logits(online, critic_b)
+            loss, q_mean = fused_categorical.cross_entropy(
+                logits[:, :batch], target_probs, st.support
+            )
+            return loss, (new_b, q_mean)
+        q, log_probs, new_b = critic_forward(online, critic_b)
         loss = cross_entropy(target_probs, log_probs[:, :batch])
         return loss, (new_b, q[:, :batch].mean())
 
