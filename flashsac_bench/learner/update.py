@@ -40,8 +40,8 @@ from flashsac_bench.learner.distributional import (
     cross_entropy,
     select_min_q,
 )
-from flashsac_bench.learner.kernels import categorical as fused_categorical
-from flashsac_bench.learner.kernels import optimizer as fused_optimizer
+from flashsac_bench.learner.kernels import categorical as categorical_kernel
+from flashsac_bench.learner.kernels import optimizer as optimizer_kernel
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.networks import (
     NetSpec,
@@ -207,9 +207,9 @@ def optimizer_step(
     step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, st.adam)
     args = (params, grad, adam.exp_avg, adam.exp_avg_sq, target, step_size, bc2_sqrt, ok)
     if st.kernels:
-        new = fused_optimizer.step(projector, st.adam, st.tau, *args, out=out, after=after)
+        new = optimizer_kernel.step(projector, st.adam, st.tau, *args, out=out, after=after)
     else:
-        new = fused_optimizer.reference(projector, st.adam, st.tau, *args)
+        new = optimizer_kernel.reference(projector, st.adam, st.tau, *args)
     return OptimizerStep(*new, step=torch.where(ok, step, adam.step))
 
 
@@ -295,7 +295,7 @@ def critic_grad(
         target_p = param_views(layout, s.target_params, st.mm_dtype, st.gemm_align)
         if st.kernels:  # learner.kernels.categorical: the same math, fused
             target_logits, target_new_b = critic_head_logits(target_p, target_b)
-            target_probs = fused_categorical.td_target(
+            target_probs = categorical_kernel.td_target(
                 target_logits[:, batch:],
                 st.support,
                 cols["rewards"] / reward_divisor,
@@ -314,7 +314,7 @@ def critic_grad(
         # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
         if st.kernels:
             logits, new_b = critic_head_logits(online, critic_b)
-            loss, q_mean = fused_categorical.cross_entropy(
+            loss, q_mean = categorical_kernel.cross_entropy(
                 logits[:, :batch], target_probs, st.support
             )
             return loss, (new_b, q_mean)

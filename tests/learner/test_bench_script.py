@@ -112,3 +112,19 @@ def test_inductor_option_items_gather_into_one_dict():
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} was accepted")
+
+
+def test_count_ops_counts_ours_and_upstreams_eager_cycle(tmp_path):
+    """profile_cycle.py --count-ops on the CPU: the aten ops of one eager cycle, ours and
+    unilab-rl's eager mode on the same networks. Ours stays within its budget (a regression in
+    eager's launch count fails here)."""
+    out = tmp_path / "ops.json"
+    script = ROOT / "scripts/profile_cycle.py"
+    argv = ["--count-ops", "--device", "cpu", "--dtype", "float32", "--tiny", "--batch-size", "32"]
+    argv += ["--updates", "2", "--cycles", "1", "--output", str(out)]
+    proc = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["fused_kernels"] is False  # no kernels on the CPU: the references run
+    assert 0 < report["ours"]["ops"] <= 1600  # the eager launch budget of a tiny u2 cycle
+    assert report["unilab-rl"]["ops"] > 0 and report["unilab-rl"]["wall_median_ms"] > 0
