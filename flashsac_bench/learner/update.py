@@ -270,11 +270,10 @@ def critic_grad(
         net = Network(p, b, st.critic_spec, st.norm, st.mm_dtype)
         return critic_distribution(net, critic_in, actions_in, st.support, training=True)
 
-    @torch.no_grad()
-    def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
-        next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
-        return categorical_projection(
-            torch.exp(next_log_probs),
+    with torch.no_grad():
+        # How the next-state distribution moves onto the support (categorical_projection's
+        # arguments after the probabilities).
+        shift = (
             cols["rewards"] / reward_divisor,
             1.0 - cols["terminated"],  # truncations bootstrap
             st.gamma,
@@ -282,6 +281,11 @@ def critic_grad(
             st.v_min,
             st.v_max,
         )
+
+    @torch.no_grad()
+    def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
+        next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
+        return categorical_projection(torch.exp(next_log_probs), *shift)
 
     layout = st.critic_param_layout
     critic_b = st.critic_buffer_layout.views(s.critic_buffers)
@@ -296,14 +300,7 @@ def critic_grad(
         if st.kernels:  # learner.kernels.categorical: the same math, fused
             target_logits, target_new_b = critic_head_logits(target_p, target_b)
             target_probs = categorical_kernel.td_target(
-                target_logits[:, batch:],
-                st.support,
-                cols["rewards"] / reward_divisor,
-                1.0 - cols["terminated"],
-                alpha * next_log_prob,
-                st.gamma,
-                st.v_min,
-                st.v_max,
+                target_logits[:, batch:], st.support, *shift
             )
         else:
             target_q, target_log_probs, target_new_b = critic_forward(target_p, target_b)

@@ -32,7 +32,7 @@ def _case(members=2, batch=6, atoms=21, device="cpu", seed=0):
 
 
 def _td(kernel_launch, logits, support, rewards, bootstrap, bonus):
-    return kernel_launch(logits, support, rewards, bootstrap, bonus, GAMMA, V_MIN, V_MAX)
+    return kernel_launch(logits, support, rewards, bootstrap, GAMMA, bonus, V_MIN, V_MAX)
 
 
 @CPU_ONLY

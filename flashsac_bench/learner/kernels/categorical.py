@@ -31,12 +31,13 @@ def td_target_reference(
     support: torch.Tensor,
     rewards: torch.Tensor,
     bootstrap: torch.Tensor,
-    bonus: torch.Tensor,
     gamma: float,
+    bonus: torch.Tensor,
     v_min: float,
     v_max: float,
 ) -> torch.Tensor:
-    """The target distribution [B, K] from the target critic's next-state logits [E, B, K]."""
+    """The target distribution [B, K] from the target critic's next-state logits [E, B, K]
+    (the shift's arguments in categorical_projection's order)."""
     log_probs = torch.log_softmax(logits, dim=-1)
     q = (torch.exp(log_probs) * support).sum(-1)
     probs = torch.exp(select_min_q(q, log_probs))
@@ -52,10 +53,10 @@ def cross_entropy_reference(
     return -(target.unsqueeze(0) * log_probs).sum(-1).mean(), q.mean()
 
 
-def td_target(logits, support, rewards, bootstrap, bonus, gamma, v_min, v_max) -> torch.Tensor:
+def td_target(logits, support, rewards, bootstrap, gamma, bonus, v_min, v_max) -> torch.Tensor:
     """td_target_reference as the fused op."""
     return torch.ops.flashsac.td_target(
-        logits, support, rewards, bootstrap, bonus, float(gamma), float(v_min), float(v_max)
+        logits, support, rewards, bootstrap, float(gamma), bonus, float(v_min), float(v_max)
     )
 
 
@@ -100,17 +101,17 @@ def _td_target(
     support: torch.Tensor,
     rewards: torch.Tensor,
     bootstrap: torch.Tensor,
-    bonus: torch.Tensor,
     gamma: float,
+    bonus: torch.Tensor,
     v_min: float,
     v_max: float,
 ) -> torch.Tensor:
     """CPU: the reference (the op's plumbing tests)."""
-    return td_target_reference(logits, support, rewards, bootstrap, bonus, gamma, v_min, v_max)
+    return td_target_reference(logits, support, rewards, bootstrap, gamma, bonus, v_min, v_max)
 
 
 @_td_target.register_fake
-def _(logits, support, rewards, bootstrap, bonus, gamma, v_min, v_max):
+def _(logits, support, rewards, bootstrap, gamma, bonus, v_min, v_max):
     return logits.new_empty(logits.shape[1:])
 
 
@@ -267,7 +268,7 @@ if HAVE_TRITON:
         grad += tl.load(grad_q_ptr + pid) * p * (z - tl.load(q_ptr + pid))
         tl.store(out_ptr + pid * K + atoms, grad, mask=mask)
 
-    def launch_td_target(kernel, logits, support, rewards, bootstrap, bonus, gamma, v_min, v_max):
+    def launch_td_target(kernel, logits, support, rewards, bootstrap, gamma, bonus, v_min, v_max):
         """Launch `kernel` (td_target_kernel or its interpreted twin); returns the target."""
         logits = _rows(logits)
         members, batch, k = logits.shape
