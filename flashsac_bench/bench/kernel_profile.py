@@ -131,13 +131,13 @@ class _OpCounter(TorchDispatchMode):
 def count_eager_ops(setup: Setup, cycles: int = 5) -> dict:
     """Aten ops and wall ms per eager cycle, ours and unilab-rl 1.4.15's eager mode (its
     per-update methods) on the same networks and batches, in this process."""
-    from flashsac_bench.bench.learner_bench import unilab_batches
+    from flashsac_bench.bench.learner_bench import unilab_cycle
 
     learner = build_learner(setup, "eager")
     learner.warmup()
     out = {"ours": _count(learner.update, learner.device, cycles)}
     try:
-        theirs = _unilab_eager_cycle(setup, learner, unilab_batches(learner, 2))
+        theirs = unilab_cycle(setup, learner, eager=True)
     except ImportError as err:  # unilab-rl not installed: ours alone
         print(f"no unilab-rl ({err}): ours only")
     else:
@@ -153,41 +153,3 @@ def _count(fn, device: torch.device, cycles: int) -> dict:
     with counter:
         fn()
     return {"ops": counter.ops, "views": counter.views, "wall_median_ms": statistics.median(wall)}
-
-
-def _unilab_eager_cycle(setup: Setup, ours, batches):
-    import uni_rl.algos.flash_sac.learner as upstream
-
-    cfg = ours.cfg
-    learner = upstream.FlashSACLearner(
-        setup.dims.obs,
-        setup.dims.action,
-        setup.dims.critic_obs,
-        device=str(ours.device),
-        gamma=cfg.gamma,
-        tau=cfg.tau,
-        actor_hidden_dim=cfg.actor_hidden_dim,
-        critic_hidden_dim=cfg.critic_hidden_dim,
-        actor_num_blocks=cfg.actor_num_blocks,
-        critic_num_blocks=cfg.critic_num_blocks,
-        num_atoms=cfg.num_atoms,
-        critic_min_v=cfg.v_min,
-        critic_max_v=cfg.v_max,
-        use_amp=setup.dtype == "bfloat16",
-        amp_dtype="bf16",
-        use_compile=False,
-    )
-    rewards = torch.ones(4, setup.num_envs, device=ours.device)
-    learner.update_reward_stats(rewards, torch.zeros_like(rewards))
-    kwargs = dict(
-        updates_per_step=setup.updates_per_step,
-        policy_frequency=setup.policy_frequency,
-        target_frequency=1,
-        policy_before_critic=False,
-    )
-
-    def cycle() -> None:
-        learner._run_update_cycle_core(batches[0], **kwargs)
-        learner.read_deferred_cycle_metrics()
-
-    return cycle

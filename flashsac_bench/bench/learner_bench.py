@@ -102,6 +102,18 @@ def time_unilab(
     """unilab-rl 1.4.15's cycle on our batches: its whole-cycle graph with default Inductor
     options (its shipped max-autotune-no-cudagraphs mode autotunes for longer than a benchmark
     call may take; docs/results.md says what differs from unilab-rl as it ships), or with
+    `eager` its own eager mode (`use_compile=False`)."""
+    t0 = time.perf_counter()
+    cycle = unilab_cycle(setup, ours, eager)
+    cycle()
+    _sync(ours.device)
+    cold = time.perf_counter() - t0
+    return Timing(time_calls(cycle, ours.device, cycles, warmup), cold)
+
+
+def unilab_cycle(setup: Setup, ours: FlashSACLearner, eager: bool) -> Callable[[], None]:
+    """One call = one unilab-rl 1.4.15 cycle (and its metrics read to the host) on our networks'
+    sizes and constants and on batches gathered from our ring: its whole-cycle graph, or with
     `eager` its own eager mode (`use_compile=False`: its per-update methods in its cycle's
     order, as its update_cycle runs them without the graph)."""
     import uni_rl.algos.flash_sac.learner as upstream
@@ -123,7 +135,6 @@ def time_unilab(
 
     upstream.get_torch_compile_for_cuda = default_inductor
     try:
-        t0 = time.perf_counter()
         cfg = ours.cfg  # the same networks and constants as ours
         learner = upstream.FlashSACLearner(
             setup.dims.obs,
@@ -143,31 +154,28 @@ def time_unilab(
             amp_dtype="bf16",
             **({"use_compile": False} if eager else {}),
         )
-        # Allocate the reward statistics before capture (else upstream recaptures).
-        g = torch.Generator(device=ours.device).manual_seed(3)
-        rewards = torch.randn(4, setup.num_envs, device=ours.device, generator=g)
-        learner.update_reward_stats(rewards, torch.zeros_like(rewards))
-        batches = unilab_batches(ours, 4)
-        kwargs = dict(
-            updates_per_step=setup.updates_per_step,
-            policy_frequency=setup.policy_frequency,
-            target_frequency=1,
-            policy_before_critic=False,
-        )
-        cycle = learner._run_update_cycle_core if eager else learner.update_cycle
-        cycle(batches[0], **kwargs)
-        _sync(ours.device)
-        cold = time.perf_counter() - t0
-        i = [0]
-
-        def one() -> None:
-            i[0] += 1
-            cycle(batches[i[0] % len(batches)], **kwargs)
-            learner.read_deferred_cycle_metrics()
-
-        return Timing(time_calls(one, ours.device, cycles, warmup), cold)
     finally:
         upstream.get_torch_compile_for_cuda = original
+    # Allocate the reward statistics before capture (else upstream recaptures).
+    g = torch.Generator(device=ours.device).manual_seed(3)
+    rewards = torch.randn(4, setup.num_envs, device=ours.device, generator=g)
+    learner.update_reward_stats(rewards, torch.zeros_like(rewards))
+    batches = unilab_batches(ours, 4)
+    kwargs = dict(
+        updates_per_step=setup.updates_per_step,
+        policy_frequency=setup.policy_frequency,
+        target_frequency=1,
+        policy_before_critic=False,
+    )
+    run = learner._run_update_cycle_core if eager else learner.update_cycle
+    i = [0]
+
+    def one() -> None:
+        i[0] += 1
+        run(batches[i[0] % len(batches)], **kwargs)
+        learner.read_deferred_cycle_metrics()
+
+    return one
 
 
 def scaling_series(rows: list[dict]) -> tuple[int, dict[str, list[tuple[int, float]]]]:

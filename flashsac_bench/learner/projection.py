@@ -106,8 +106,13 @@ class Projector:
         for a, b in self.free:
             self._rows += [(i, min(FREE_ROW, b - i), 0.0, 0.0, 0.0) for i in range(a, b, FREE_ROW)]
         self._rows.sort()
-        self.device = torch.device(device)
-        self._table: tuple[torch.Tensor, torch.Tensor] | None = None
+        if self.numel >= 2**31:
+            raise ValueError(f"a flat vector of {self.numel} elements needs int64 offsets")
+        # Made here, not on first use: a compiled update must find it a plain input.
+        self._table = (
+            torch.tensor([r[:2] for r in self._rows], dtype=torch.int32).to(device),
+            torch.tensor([r[2:] for r in self._rows], dtype=torch.float32).to(device),
+        )
         if gather:
             self.row_index = self._row_index().to(device)
             self._one = torch.ones(1, dtype=torch.float32, device=device)
@@ -122,12 +127,6 @@ class Projector:
         """Every row of the flat vector, in order: int32 [rows, 2] (start, length) and float32
         [rows, 3] (target norm, inner eps, floor); unprojected stretches have target norm 0
         and are cut into rows of at most FREE_ROW elements."""
-        if self._table is None:
-            if self.numel >= 2**31:
-                raise ValueError(f"a flat vector of {self.numel} elements needs int64 offsets")
-            index = torch.tensor([r[:2] for r in self._rows], dtype=torch.int32)
-            consts = torch.tensor([r[2:] for r in self._rows], dtype=torch.float32)
-            self._table = (index.to(self.device), consts.to(self.device))
         return self._table
 
     def _row_index(self) -> torch.Tensor:

@@ -95,19 +95,8 @@ class CrossEntropyRows(torch.autograd.Function):
         return grad, None, None
 
 
-@torch.library.custom_op("flashsac::td_target", mutates_args=())
-def _td_target(
-    logits: torch.Tensor,
-    support: torch.Tensor,
-    rewards: torch.Tensor,
-    bootstrap: torch.Tensor,
-    gamma: float,
-    bonus: torch.Tensor,
-    v_min: float,
-    v_max: float,
-) -> torch.Tensor:
-    """CPU: the reference (the op's plumbing tests)."""
-    return td_target_reference(logits, support, rewards, bootstrap, gamma, bonus, v_min, v_max)
+# CPU: the reference itself (the op's plumbing tests).
+_td_target = torch.library.custom_op("flashsac::td_target", td_target_reference, mutates_args=())
 
 
 @_td_target.register_fake
@@ -196,7 +185,7 @@ if HAVE_TRITON:
         atoms = tl.arange(0, BLOCK_K)
         mask = atoms < K
         z = tl.load(support_ptr + atoms, mask=mask, other=0.0)
-        best_q = float("inf")
+        best_q = tl.full([], float("inf"), tl.float32)
         probs = tl.zeros([BLOCK_K], dtype=tl.float32)
         for e in tl.static_range(MEMBERS):
             _, _, p = _softmax_row(logits_ptr + e * stride_e + row * stride_b, atoms, mask)
@@ -214,26 +203,26 @@ if HAVE_TRITON:
             tl.store(out_ptr + row * K + to, m, mask=to < K)
 
     @triton.jit
-    def cross_entropy_kernel(
-        logits_ptr,
-        stride_e,
-        stride_b,
-        target_ptr,
-        support_ptr,
-        ce_ptr,
-        q_ptr,
-        lse_ptr,
-        B,
-        K,
-        BLOCK_K: tl.constexpr,
-    ):
+    def _row(logits_ptr, stride_e, stride_b, target_ptr, support_ptr, B, K, BLOCK_K: tl.constexpr):
+        """This program's row of [E, B] rows: (its index, its logits, atoms, mask, its target
+        row, the support)."""
         pid = tl.program_id(0)
-        e, row = pid // B, pid % B
         atoms = tl.arange(0, BLOCK_K)
         mask = atoms < K
-        x, lse, p = _softmax_row(logits_ptr + e * stride_e + row * stride_b, atoms, mask)
+        row = pid % B
         m = tl.load(target_ptr + row * K + atoms, mask=mask, other=0.0)
         z = tl.load(support_ptr + atoms, mask=mask, other=0.0)
+        return pid, logits_ptr + (pid // B) * stride_e + row * stride_b, atoms, mask, m, z
+
+    @triton.jit
+    def cross_entropy_kernel(
+        logits_ptr, stride_e, stride_b, target_ptr, support_ptr, ce_ptr, q_ptr, lse_ptr, B, K,
+        BLOCK_K: tl.constexpr,
+    ):  # fmt: skip
+        pid, logits_row, atoms, mask, m, z = _row(
+            logits_ptr, stride_e, stride_b, target_ptr, support_ptr, B, K, BLOCK_K
+        )
+        x, lse, p = _softmax_row(logits_row, atoms, mask)
         ce = -tl.sum(m * tl.where(mask, x - lse, 0.0), axis=0)
         tl.store(ce_ptr + pid, ce)
         tl.store(q_ptr + pid, tl.sum(p * z, axis=0))
@@ -241,28 +230,14 @@ if HAVE_TRITON:
 
     @triton.jit
     def cross_entropy_backward_kernel(
-        grad_ce_ptr,
-        grad_q_ptr,
-        logits_ptr,
-        stride_e,
-        stride_b,
-        target_ptr,
-        support_ptr,
-        q_ptr,
-        lse_ptr,
-        out_ptr,
-        B,
-        K,
-        BLOCK_K: tl.constexpr,
-    ):
-        pid = tl.program_id(0)
-        e, row = pid // B, pid % B
-        atoms = tl.arange(0, BLOCK_K)
-        mask = atoms < K
-        x = tl.load(logits_ptr + e * stride_e + row * stride_b + atoms, mask=mask, other=0.0)
+        grad_ce_ptr, grad_q_ptr, logits_ptr, stride_e, stride_b, target_ptr, support_ptr, q_ptr,
+        lse_ptr, out_ptr, B, K, BLOCK_K: tl.constexpr,
+    ):  # fmt: skip
+        pid, logits_row, atoms, mask, m, z = _row(
+            logits_ptr, stride_e, stride_b, target_ptr, support_ptr, B, K, BLOCK_K
+        )
+        x = tl.load(logits_row + atoms, mask=mask, other=0.0)
         p = tl.where(mask, tl.exp(x - tl.load(lse_ptr + pid)), 0.0)
-        m = tl.load(target_ptr + row * K + atoms, mask=mask, other=0.0)
-        z = tl.load(support_ptr + atoms, mask=mask, other=0.0)
         mass = tl.sum(m, axis=0)
         grad = tl.load(grad_ce_ptr + pid) * (p * mass - m)
         grad += tl.load(grad_q_ptr + pid) * p * (z - tl.load(q_ptr + pid))

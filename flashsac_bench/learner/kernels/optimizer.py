@@ -57,24 +57,19 @@ def step(
     projector: Projector,
     cfg: AdamConfig,
     tau: float,
-    params: torch.Tensor,
-    grad: torch.Tensor,
-    exp_avg: torch.Tensor,
-    exp_avg_sq: torch.Tensor,
-    target: torch.Tensor | None,
-    step_size: torch.Tensor,
-    bc2_sqrt: torch.Tensor,
-    ok: torch.Tensor,
+    *tensors: torch.Tensor | None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     after: list[torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """`reference` as the fused op, written into `out` (params, exp_avg, exp_avg_sq, target;
-    the inputs themselves to write in place) or into fresh tensors.
+    """`reference` as the fused op (the same `tensors`: params, grad, exp_avg, exp_avg_sq,
+    target or None, step_size, bc2_sqrt, ok), written into `out` (params, exp_avg,
+    exp_avg_sq, target; the inputs themselves to write in place) or into fresh tensors.
 
     `after`: every other result of the update that reads a tensor the op overwrites in place.
     The op takes them as (unused) inputs, so compiled code computes them before it: Inductor
     may otherwise compute a value it inlined lazily (a metric that reads a bias, say) after
     the op has overwritten what it reads."""
+    params, grad, exp_avg, exp_avg_sq, target, step_size, bc2_sqrt, ok = tensors
     if out is None:
         fresh = torch.empty_like
         out = (
@@ -86,11 +81,7 @@ def step(
     rows, consts = projector.row_table()
     torch.ops.flashsac.adam_project_(
         *out,
-        params,
-        grad,
-        exp_avg,
-        exp_avg_sq,
-        target,
+        *tensors[:5],
         rows,
         consts,
         step_size,
@@ -166,11 +157,17 @@ if HAVE_TRITON:
         return tl.where(w < 0.5, a + w * (b - a), b - (b - a) * (1.0 - w))
 
     @triton.jit
-    def _adam(p, g, m, v, step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps):
+    def _adam(p_ptr, g_ptr, m_ptr, v_ptr, at, mask, step_size, bc2_sqrt, one_minus_beta1, beta2,
+              one_minus_beta2, eps):  # fmt: skip
+        """One chunk's (params, exp_avg, exp_avg_sq) and their Adam candidates."""
+        p = tl.load(p_ptr + at, mask=mask, other=0.0)
+        g = tl.load(g_ptr + at, mask=mask, other=0.0)
+        m = tl.load(m_ptr + at, mask=mask, other=0.0)
+        v = tl.load(v_ptr + at, mask=mask, other=0.0)
         m2 = _lerp(m, g, one_minus_beta1)
         v2 = v * beta2 + one_minus_beta2 * g * g
         denom = tl.div_rn(tl.sqrt_rn(v2), bc2_sqrt) + eps
-        return p - tl.div_rn(step_size * m2, denom), m2, v2
+        return p, m, v, p - tl.div_rn(step_size * m2, denom), m2, v2
 
     @triton.jit
     def adam_project_kernel(
@@ -209,27 +206,20 @@ if HAVE_TRITON:
         squares = tl.zeros([BLOCK], dtype=tl.float32)
         for off in range(0, length, BLOCK):
             mask = off + lanes < length
-            at = start + off + lanes
-            p = tl.load(p_ptr + at, mask=mask, other=0.0)
-            g = tl.load(g_ptr + at, mask=mask, other=0.0)
-            m = tl.load(m_ptr + at, mask=mask, other=0.0)
-            v = tl.load(v_ptr + at, mask=mask, other=0.0)
-            new, m2, v2 = _adam(
-                p, g, m, v, step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps
-            )
+            _, _, _, new, _, _ = _adam(
+                p_ptr, g_ptr, m_ptr, v_ptr, start + off + lanes, mask,
+                step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps,
+            )  # fmt: skip
             squares += tl.where(mask, new * new, 0.0)
         norm = tl.maximum(tl.sqrt_rn(tl.sum(squares, axis=0) + inner), floor)
         factor = tl.where(numer > 0.0, tl.div_rn(numer, norm), 1.0)
         for off in range(0, length, BLOCK):
             mask = off + lanes < length
             at = start + off + lanes
-            p = tl.load(p_ptr + at, mask=mask, other=0.0)
-            g = tl.load(g_ptr + at, mask=mask, other=0.0)
-            m = tl.load(m_ptr + at, mask=mask, other=0.0)
-            v = tl.load(v_ptr + at, mask=mask, other=0.0)
-            new, m2, v2 = _adam(
-                p, g, m, v, step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps
-            )
+            p, m, v, new, m2, v2 = _adam(
+                p_ptr, g_ptr, m_ptr, v_ptr, at, mask,
+                step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps,
+            )  # fmt: skip
             new = new * factor
             if HAS_TARGET:
                 t = tl.load(t_ptr + at, mask=mask, other=0.0)
