@@ -214,14 +214,29 @@ def optimizer_step(
 
 
 def grad_and_value(layout: Layout, flat: torch.Tensor, loss_fn):
-    """torch.func.grad_and_value of `loss_fn(named fp32 parameter views)` -> (loss, aux), as
-    (flat gradient, (loss, aux)).
+    """The gradient of `loss_fn(named fp32 parameter views) -> (loss, aux)`, as (flat gradient,
+    (loss, aux)).
 
     Differentiating w.r.t. the named views instead of the flat vector gives one gradient per
     layer, concatenated once: a flat input would make every view's backward a full-size zero
-    vector plus an accumulating add (one per layer), which eager runs as launches."""
-    grads, value = torch.func.grad_and_value(loss_fn, has_aux=True)(layout.views(flat))
-    return pack(layout, grads), value
+    vector plus an accumulating add (one per layer), which eager runs as launches. Under
+    torch.compile it is torch.func.grad_and_value (Dynamo traces it); in eager the autograd
+    engine runs the same backward formulas (the same bits) without functorch's wrapper around
+    every op."""
+    views = layout.views(flat)
+    if torch.compiler.is_compiling():
+        grads, value = torch.func.grad_and_value(loss_fn, has_aux=True)(views)
+        return pack(layout, grads), value
+    with torch.enable_grad():
+        leaves = {name: view.detach().requires_grad_() for name, view in views.items()}
+        loss, aux = loss_fn(leaves)
+        found = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+    grads = {
+        name: torch.zeros_like(leaf) if g is None else g
+        for (name, leaf), g in zip(leaves.items(), found, strict=True)
+    }
+    aux = torch.utils._pytree.tree_map_only(torch.Tensor, torch.Tensor.detach, aux)
+    return pack(layout, grads), (loss.detach(), aux)
 
 
 class CriticGrad(NamedTuple):
