@@ -27,26 +27,26 @@ B256=(--batch-sizes 256 --updates 2,8)
 B2048=(--batch-sizes 2048 --updates 16)
 
 # ---- A: correctness and compilation, in parallel
-bg gpu_tests 240 python3 -m pytest -q -p no:cacheprovider tests/learner/test_gpu_paths.py \
-  tests/learner/test_kernel_optimizer.py tests/learner/test_kernel_categorical.py
-bg numerics 240 python3 scripts/validate_numerics.py --device cuda --dtype bfloat16 \
+bg gpu_tests 220 python3 -m pytest -q -p no:cacheprovider tests/learner/test_kernel_optimizer.py \
+  tests/learner/test_kernel_categorical.py tests/learner/test_gpu_paths.py
+bg numerics 220 python3 scripts/validate_numerics.py --device cuda --dtype bfloat16 \
   --paths eager,compile,cudagraph --updates 2,8 --batch-size 256 --iterations 10 \
   --output $OUT/numerics_bf16.json
-bg replay 200 python3 scripts/validate_replay_stability.py --replays 1000 --batch-size 256 \
+bg replay 180 python3 scripts/validate_replay_stability.py --replays 1000 --batch-size 256 \
   --updates 8 --output $OUT/replay_b256_u8.json
-WARM_LIMIT=230
+WARM_LIMIT=220
 warm b256 "${B256[@]}" --paths compile,cudagraph --kernels on,off --reference unilab-rl
 warm b2048 "${B2048[@]}" --paths compile,cudagraph --kernels on,off --reference unilab-rl
 wait "${PIDS[@]}"
 echo "---- phase A done at ${SECONDS}s"
 
 # ---- B: timings, one step at a time
-step side_b256 120 $BENCH "${B256[@]}" --paths eager,compile,cudagraph --kernels on,off \
-  --cycles 50 --warmup 5 --eager-cycles 15 --reference unilab-rl --output $OUT/learner_b256.json
-step side_b2048 80 $BENCH "${B2048[@]}" --paths compile,cudagraph --kernels on,off \
-  --cycles 50 --warmup 5 --reference unilab-rl --output $OUT/learner_b2048_u16.json
+step side_b256 100 $BENCH "${B256[@]}" --paths eager,compile,cudagraph --kernels on,off \
+  --cycles 40 --warmup 5 --eager-cycles 10 --reference unilab-rl --output $OUT/learner_b256.json
+step side_b2048 70 $BENCH "${B2048[@]}" --paths compile,cudagraph --kernels on,off \
+  --cycles 40 --warmup 5 --reference unilab-rl --output $OUT/learner_b2048_u16.json
 for k in on off; do
-  step profile_$k 40 python3 scripts/profile_cycle.py --batch-size 2048 --updates 16 \
+  step profile_$k 35 python3 scripts/profile_cycle.py --batch-size 2048 --updates 16 \
     --path cudagraph --kernels $k --cycles 5 --top 15 --output $OUT/profile_b2048_u16_$k.json
 done
 
