@@ -2,6 +2,10 @@
 """Kernels per update cycle and where the GPU time goes (torch.profiler, CUDA activity).
 
 python scripts/profile_cycle.py --batch-size 256 --updates 8 --path cudagraph --top 25
+
+Eager's launch count on any device (the aten ops per cycle, ours and unilab-rl 1.4.15's eager):
+
+python scripts/profile_cycle.py --count-ops --device cpu --dtype float32 --batch-size 32 --updates 2
 """
 
 from __future__ import annotations
@@ -10,12 +14,17 @@ import argparse
 import json
 from pathlib import Path
 
-from flashsac_bench.bench.kernel_profile import profile_cycle
+from flashsac_bench.bench.kernel_profile import count_eager_ops, profile_cycle
 from flashsac_bench.bench.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument(
+        "--count-ops", action="store_true", help="aten ops per eager cycle (any device)"
+    )
+    ap.add_argument("--tiny", action="store_true", help="small networks")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--updates", type=int, default=8)
     ap.add_argument("--path", default="cudagraph")
@@ -33,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
     )
+    ap.add_argument(
+        "--kernels", default="on", choices=["on", "off"], help="the fused kernels (learner/kernels)"
+    )
     args = ap.parse_args(argv)
     options = {}
     for item in args.inductor_option:
@@ -43,10 +55,19 @@ def main(argv: list[str] | None = None) -> int:
         updates_per_step=args.updates,
         capacity_batches=4,
         dtype=args.dtype,
-        device="cuda",
+        device=args.device,
+        tiny=args.tiny,
         gemm_align=args.gemm_align,
         path_options=parse_options(args.path_options),
+        fused_kernels=args.kernels == "on",
     )
+    if args.count_ops:
+        report = count_eager_ops(setup, args.cycles)
+        print(json.dumps(report, indent=2))
+        if args.output:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(json.dumps(report, indent=2) + "\n")
+        return 0
     return profile_cycle(
         setup, args.path, options, args.cycles, args.top, args.output, host_top=args.host_top
     )

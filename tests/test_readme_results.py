@@ -53,8 +53,8 @@ def _today(r: dict[str, Any]) -> bool:
 def cycle_rows(column: str) -> list[dict[str, Any]]:
     """B=256 u8 learner cycle rows of one README column."""
     rows = _learner_rows()
-    if column == "unilab-rl 1.4.15":  # the package is fixed: every run of it counts
-        return [r for r in rows if r["impl"] == "unilab-rl"]
+    if column == "unilab-rl 1.4.15":  # the package is fixed: every run of its graph counts
+        return [r for r in rows if r["impl"] == "unilab-rl" and r["path"] == "cudagraph"]
     if column == "eager":  # eager never ran at today's defaults: its runs with today's padding
         return [
             r for r in rows if r["impl"] == "ours" and r["path"] == "eager" and r["gemm_align"] == 8
@@ -66,7 +66,7 @@ def ratio_pairs() -> list[float]:
     """unilab-rl / cudagraph, each from one process (same commit and command)."""
     rows = _learner_rows()
     out = []
-    for u in (r for r in rows if r["impl"] == "unilab-rl"):
+    for u in (r for r in rows if r["impl"] == "unilab-rl" and r["path"] == "cudagraph"):
         same = [
             r
             for r in cycle_rows("cudagraph")

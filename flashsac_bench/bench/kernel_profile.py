@@ -1,5 +1,6 @@
 """Kernels per update cycle and where the GPU time goes (scripts/profile_cycle.py): the CUDA
-activity of a few cycles under torch.profiler, beside the wall-clock median of the same learner."""
+activity of a few cycles under torch.profiler, beside the wall-clock median of the same learner;
+and, on any device, the aten ops per eager cycle, ours beside unilab-rl's eager mode."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from flashsac_bench.bench.learner_bench import time_calls
 from flashsac_bench.bench.synthetic import Setup, build_learner
@@ -54,6 +56,7 @@ def profile_cycle(
             "updates": setup.updates_per_step,
             "path": path,
             "inductor_options": options,
+            "fused_kernels": learner.fused_kernels,
         },
         "wall_median_ms": statistics.median(wall),
         "kernels_per_cycle": kernels / n,
@@ -72,7 +75,8 @@ def profile_cycle(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(report, indent=2) + "\n")
     print(
-        f"B={setup.batch_size} u{setup.updates_per_step} {path} {options}: "
+        f"B={setup.batch_size} u{setup.updates_per_step} {path} {options} "
+        f"kernels={'on' if learner.fused_kernels else 'off'}: "
         f"wall {report['wall_median_ms']:.3f} ms, {report['kernels_per_cycle']:.0f} "
         f"kernels/cycle, {report['gpu_ms_per_cycle']:.3f} GPU ms/cycle, "
         f"{report['us_per_kernel']:.2f} us/kernel"
@@ -105,3 +109,47 @@ def print_host_profile(learner, cycles: int, top: int) -> None:
             f"{own / cycles * 1e3:8.3f} ms {calls / cycles:7.1f}x  cum {cum / cycles * 1e3:8.3f}"
             f"  {where[:100]}"
         )
+
+
+class _OpCounter(TorchDispatchMode):
+    """Counts the aten ops that compute (views and detaches aside): on a GPU in eager each is
+    at least one kernel launch, so the count is the launch-bound eager cost's proxy."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+        self.views = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.is_view or func in (torch.ops.aten.detach.default, torch.ops.aten.alias.default):
+            self.views += 1
+        else:
+            self.ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_eager_ops(setup: Setup, cycles: int = 5) -> dict:
+    """Aten ops and wall ms per eager cycle, ours and unilab-rl 1.4.15's eager mode (its
+    per-update methods) on the same networks and batches, in this process."""
+    from flashsac_bench.bench.learner_bench import unilab_cycle
+
+    learner = build_learner(setup, "eager")
+    learner.warmup()
+    out = {"ours": _count(learner.update, learner.device, cycles)}
+    try:
+        theirs = unilab_cycle(setup, learner, eager=True)
+    except ImportError as err:  # unilab-rl not installed: ours alone
+        print(f"no unilab-rl ({err}): ours only")
+    else:
+        out["unilab-rl"] = _count(theirs, learner.device, cycles)
+    out["fused_kernels"] = learner.fused_kernels
+    return out
+
+
+def _count(fn, device: torch.device, cycles: int) -> dict:
+    fn()
+    wall = time_calls(fn, device, cycles, 1)
+    counter = _OpCounter()
+    with counter:
+        fn()
+    return {"ops": counter.ops, "views": counter.views, "wall_median_ms": statistics.median(wall)}

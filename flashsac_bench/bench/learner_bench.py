@@ -79,7 +79,7 @@ def unilab_batches(learner: FlashSACLearner, count: int) -> list[dict[str, torch
     """Large batches for upstream, gathered from OUR ring with our sampler: same data."""
     out = []
     for _ in range(count):
-        batch, _, _ = learner.sample()
+        batch = learner.path.cycle.sample().batch
         cols = learner.statics.rows.split(batch)
         out.append(
             {
@@ -96,10 +96,26 @@ def unilab_batches(learner: FlashSACLearner, count: int) -> list[dict[str, torch
     return out
 
 
-def time_unilab(setup: Setup, ours: FlashSACLearner, cycles: int, warmup: int) -> Timing:
-    """unilab-rl 1.4.15's whole-cycle graph with default Inductor options (its shipped
-    max-autotune-no-cudagraphs mode autotunes for longer than a benchmark call may take;
-    docs/results.md says what differs from unilab-rl as it ships)."""
+def time_unilab(
+    setup: Setup, ours: FlashSACLearner, cycles: int, warmup: int, eager: bool = False
+) -> Timing:
+    """unilab-rl 1.4.15's cycle on our batches: its whole-cycle graph with default Inductor
+    options (its shipped max-autotune-no-cudagraphs mode autotunes for longer than a benchmark
+    call may take; docs/results.md says what differs from unilab-rl as it ships), or with
+    `eager` its own eager mode (`use_compile=False`)."""
+    t0 = time.perf_counter()
+    cycle = unilab_cycle(setup, ours, eager)
+    cycle()
+    _sync(ours.device)
+    cold = time.perf_counter() - t0
+    return Timing(time_calls(cycle, ours.device, cycles, warmup), cold)
+
+
+def unilab_cycle(setup: Setup, ours: FlashSACLearner, eager: bool) -> Callable[[], None]:
+    """One call = one unilab-rl 1.4.15 cycle (and its metrics read to the host) on our networks'
+    sizes and constants and on batches gathered from our ring: its whole-cycle graph, or with
+    `eager` its own eager mode (`use_compile=False`: its per-update methods in its cycle's
+    order, as its update_cycle runs them without the graph)."""
     import uni_rl.algos.flash_sac.learner as upstream
 
     original = upstream.get_torch_compile_for_cuda
@@ -119,41 +135,47 @@ def time_unilab(setup: Setup, ours: FlashSACLearner, cycles: int, warmup: int) -
 
     upstream.get_torch_compile_for_cuda = default_inductor
     try:
-        t0 = time.perf_counter()
+        cfg = ours.cfg  # the same networks and constants as ours
         learner = upstream.FlashSACLearner(
             setup.dims.obs,
             setup.dims.action,
             setup.dims.critic_obs,
             device=str(ours.device),
-            gamma=0.97,
-            tau=0.01,
+            gamma=cfg.gamma,
+            tau=cfg.tau,
+            actor_hidden_dim=cfg.actor_hidden_dim,
+            critic_hidden_dim=cfg.critic_hidden_dim,
+            actor_num_blocks=cfg.actor_num_blocks,
+            critic_num_blocks=cfg.critic_num_blocks,
+            num_atoms=cfg.num_atoms,
+            critic_min_v=cfg.v_min,
+            critic_max_v=cfg.v_max,
             use_amp=setup.dtype == "bfloat16",
             amp_dtype="bf16",
+            **({"use_compile": False} if eager else {}),
         )
-        # Allocate the reward statistics before capture (else upstream recaptures).
-        g = torch.Generator(device=ours.device).manual_seed(3)
-        rewards = torch.randn(4, setup.num_envs, device=ours.device, generator=g)
-        learner.update_reward_stats(rewards, torch.zeros_like(rewards))
-        batches = unilab_batches(ours, 4)
-        kwargs = dict(
-            updates_per_step=setup.updates_per_step,
-            policy_frequency=setup.policy_frequency,
-            target_frequency=1,
-            policy_before_critic=False,
-        )
-        learner.update_cycle(batches[0], **kwargs)
-        _sync(ours.device)
-        cold = time.perf_counter() - t0
-        i = [0]
-
-        def one() -> None:
-            i[0] += 1
-            learner.update_cycle(batches[i[0] % len(batches)], **kwargs)
-            learner.read_deferred_cycle_metrics()
-
-        return Timing(time_calls(one, ours.device, cycles, warmup), cold)
     finally:
         upstream.get_torch_compile_for_cuda = original
+    # Allocate the reward statistics before capture (else upstream recaptures).
+    g = torch.Generator(device=ours.device).manual_seed(3)
+    rewards = torch.randn(4, setup.num_envs, device=ours.device, generator=g)
+    learner.update_reward_stats(rewards, torch.zeros_like(rewards))
+    batches = unilab_batches(ours, 4)
+    kwargs = dict(
+        updates_per_step=setup.updates_per_step,
+        policy_frequency=setup.policy_frequency,
+        target_frequency=1,
+        policy_before_critic=False,
+    )
+    run = learner._run_update_cycle_core if eager else learner.update_cycle
+    i = [0]
+
+    def one() -> None:
+        i[0] += 1
+        run(batches[i[0] % len(batches)], **kwargs)
+        learner.read_deferred_cycle_metrics()
+
+    return one
 
 
 def scaling_series(rows: list[dict]) -> tuple[int, dict[str, list[tuple[int, float]]]]:
@@ -168,7 +190,7 @@ def scaling_series(rows: list[dict]) -> tuple[int, dict[str, list[tuple[int, flo
         if r["updates_per_step"] != u:
             continue
         opts = ",".join(f"{k}={v}" for k, v in (r.get("path_options") or {}).items())
-        name = "unilab-rl 1.4.15" if r["impl"] != "ours" else f"ours {r['path']}"
+        name = f"unilab-rl 1.4.15 {r['path']}" if r["impl"] != "ours" else f"ours {r['path']}"
         label = f"{name} ({opts})" if opts else name
         series.setdefault(label, []).append((r["batch_size"], r["median_ms"]))
     return u, {k: sorted(v) for k, v in sorted(series.items())}

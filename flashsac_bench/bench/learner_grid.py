@@ -15,6 +15,7 @@ import torch
 
 from flashsac_bench.bench.learner_bench import plot_scaling, time_ours, time_unilab
 from flashsac_bench.bench.synthetic import Setup, parse_options
+from flashsac_bench.learner.kernels import enabled as kernels_enabled
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,7 +60,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     rows: list[dict] = []
     failures: list[str] = []  # configurations that raised (reported, the grid goes on)
 
-    def record(impl: str, path: str, setup: Setup, timing) -> None:
+    def record(impl: str, path: str, setup: Setup, timing, learner_kernels=None) -> None:
         row = {
             "impl": impl,
             "path": path,
@@ -69,6 +70,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
             "dtype": setup.dtype,
             "gemm_align": setup.resolved_gemm_align if impl == "ours" else None,
             "path_options": dict(setup.path_options) if impl == "ours" else None,
+            "fused_kernels": learner_kernels if impl == "ours" else None,
             "median_ms": round(timing.median_ms, 4),
             "p90_ms": round(timing.p90_ms, 4),
             "mean_ms": round(timing.mean_ms, 4),
@@ -77,7 +79,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
             **meta,
         }
         rows.append(row)
-        opts = _label(setup.path_options)
+        opts = _variant(setup.path_options, learner_kernels)
         align = f"align {setup.resolved_gemm_align} {opts}" if impl == "ours" else "(upstream)"
         print(
             f"{impl:>9} {path:>9} {align:>10} B={setup.batch_size:<5} u{setup.updates_per_step:<2} "
@@ -96,13 +98,19 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
         parse_options("" if v.strip() == "base" else v)
         for v in (args.path_variants.split(";") if args.path_variants else [""])
     ]
-    configs = [(int(a), v) for a in args.gemm_align.split(",") for v in variants]
+    # Where the kernels cannot run (the CPU) "on" is "off": one of them.
+    runs = kernels_enabled(args.device)
+    kernels = list(dict.fromkeys(k == "on" and runs for k in args.kernels.split(",")))
+    configs = [
+        (int(a), v, k) for a in args.gemm_align.split(",") for v in variants for k in kernels
+    ]
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
+            ran_eager = False
             timed: set = set()  # (align, path, options that matter on that path)
             wanted = ref_configs is None or f"{b}x{u}" in ref_configs
-            for i, (align, options) in enumerate(configs):
+            for i, (align, options, fused) in enumerate(configs):
                 setup = Setup(
                     batch_size=b,
                     updates_per_step=u,
@@ -113,31 +121,40 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                     device=args.device,
                     gemm_align=align,
                     path_options=options,
+                    fused_kernels=fused,
                 )
                 for path in args.paths.split(","):
-                    key = (align, path, _label(_relevant(path, options)))
-                    if key in timed or out_of_time(f"{path} B={b} u{u} {options}"):
+                    key = (align, fused, path, _label(_relevant(path, options)))
+                    if key in timed or out_of_time(f"{path} B={b} u{u} {_variant(options, fused)}"):
                         continue  # a repeat (options that do not change this path) or too late
                     cycles = args.eager_cycles if path == "eager" else args.cycles
                     last = None  # one learner (and its compiled graphs) alive at a time
                     try:
                         timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
                     except Exception as err:  # noqa: BLE001 - one bad variant must not end a sweep
-                        what = f"{path} B={b} u{u} {_label(options)}"
+                        what = f"{path} B={b} u{u} {_variant(options, fused)}"
                         failures.append(f"{what}: {type(err).__name__}: {_first_line(err)}")
                         print(f"     ours {what} FAILED: {failures[-1]}", flush=True)
                         continue
                     timed.add(key)
-                    record("ours", path, setup, timing)
+                    ran_eager |= path == "eager"
+                    record("ours", path, setup, timing, last.fused_kernels)
                 # The reference right after the first variant, whatever the deadline says: the
-                # ratios need it, and --deadline-s cuts our later variants instead.
+                # ratios need it, and --deadline-s cuts our later variants instead. Its eager
+                # mode beside ours where ours ran eager, its graph always.
                 if i == 0 and args.reference == "unilab-rl" and wanted and last is not None:
-                    try:
-                        timing = time_unilab(setup, last, args.cycles, args.warmup)
-                        record("unilab-rl", "cudagraph", setup, timing)
-                    except Exception as err:  # noqa: BLE001 - report and keep measuring ours
-                        kind = type(err).__name__
-                        print(f"unilab-rl B={b} u{u} failed: {kind}: {err}", flush=True)
+                    modes = [m for m in ("eager", "cudagraph") if m != "eager" or ran_eager]
+                    for mode in modes:
+                        eager = mode == "eager"
+                        cycles = args.eager_cycles if eager else args.cycles
+                        try:
+                            timing = time_unilab(
+                                setup, last, cycles, min(args.warmup, cycles), eager=eager
+                            )
+                            record("unilab-rl", mode, setup, timing)
+                        except Exception as err:  # noqa: BLE001 - report, keep measuring ours
+                            kind = type(err).__name__
+                            print(f"unilab-rl {mode} B={b} u{u} failed: {kind}: {err}", flush=True)
             last = None
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
@@ -145,14 +162,16 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
 
 
 def print_ratios(rows: list[dict]) -> None:
-    """Median ms per cycle of every (B, u, align, variant), and eager and upstream over graph."""
+    """Median ms per cycle of every (B, u, align, variant), ours beside upstream's eager and
+    graph, and the ratios within this run: ours eager / upstream eager, our eager / our
+    cudagraph, upstream graph / our cudagraph."""
     print("\nmedian ms per cycle (ratios within this run)")
+    columns = ["eager", "compile", "cudagraph", "up eager", "up graph"]
     print(
         f"{'B':>5} {'u':>3} {'align':>5} "
-        + " ".join(f"{p:>10}" for p in ["eager", "compile", "cudagraph", "unilab-rl"])
-        + "   eager/graph  upstream/graph"
+        + " ".join(f"{c:>10}" for c in columns)
+        + "  eager/up-eager  eager/graph  up-graph/graph"
     )
-
     keyed = {
         (
             r["impl"],
@@ -160,24 +179,35 @@ def print_ratios(rows: list[dict]) -> None:
             r["batch_size"],
             r["updates_per_step"],
             r["gemm_align"],
-            _label(r["path_options"]),
+            _variant(r["path_options"], r.get("fused_kernels")),
         ): r
         for r in rows
     }
-    ref = {(r["batch_size"], r["updates_per_step"]): r for r in rows if r["impl"] != "ours"}
+    ref = {
+        (r["path"], r["batch_size"], r["updates_per_step"]): r for r in rows if r["impl"] != "ours"
+    }
     for b in sorted({r["batch_size"] for r in rows}):
         for u in sorted({r["updates_per_step"] for r in rows}):
             ours = sorted(
-                {(r["gemm_align"], _label(r["path_options"])) for r in rows if r["impl"] == "ours"}
+                {
+                    (r["gemm_align"], _variant(r["path_options"], r.get("fused_kernels")))
+                    for r in rows
+                    if r["impl"] == "ours"
+                }
             )
             for a, var in ours:
-                paths = ("eager", "compile", "cudagraph")
-                vals = [keyed.get(("ours", p, b, u, a, var)) for p in paths] + [ref.get((b, u))]
+                vals = [
+                    keyed.get(("ours", p, b, u, a, var)) for p in ("eager", "compile", "cudagraph")
+                ]
+                vals += [ref.get((p, b, u)) for p in ("eager", "cudagraph")]
+                if not any(vals[:3]):
+                    continue
                 med = [v["median_ms"] if v else float("nan") for v in vals]
                 print(
                     f"{b:>5} {u:>3} {a:>5} "
                     + " ".join(f"{m:10.3f}" for m in med)
-                    + f"   {med[0] / med[2]:10.2f}x  {med[3] / med[2]:13.2f}x  {var}"
+                    + f"  {med[0] / med[3]:13.2f}x  {med[0] / med[2]:10.2f}x"
+                    + f"  {med[4] / med[2]:13.2f}x  {var}"
                 )
 
 
@@ -195,6 +225,12 @@ def _first_line(err: BaseException) -> str:
 def _label(options) -> str:
     """'inductor_options={...}' for a set of PathConfig options, 'base' for the defaults."""
     return ",".join(f"{k}={v}" for k, v in dict(options or {}).items()) or "base"
+
+
+def _variant(options, fused_kernels: bool | None) -> str:
+    """_label of the options, and "kernels off" where the fused kernels were off."""
+    label = _label(options)
+    return label if fused_kernels is not False else f"{label},kernels=off"
 
 
 def _relevant(path: str, options) -> tuple:

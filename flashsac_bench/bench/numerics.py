@@ -163,7 +163,7 @@ def compare_paths(
             after[p] = learner.state.snapshot()
             metrics[p] = learner.read_metrics()
             finite &= all(math.isfinite(v) for v in metrics[p].values())
-            batches_equal &= torch.equal(learner.batch, ref.batch)
+            batches_equal &= torch.equal(learner.path.cycle.batch, ref.path.cycle.batch)
             counters_equal &= all(torch.equal(after[p][k], after[paths[0]][k]) for k in COUNTERS)
         if oracle is not None:
             oracle.state.restore(before)

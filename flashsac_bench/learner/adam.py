@@ -77,5 +77,8 @@ def adam_candidate(
 
 
 def is_finite(loss: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-    """0-d bool: the loss and every gradient element are finite (stays on the device)."""
-    return torch.isfinite(loss) & torch.isfinite(grad).all()
+    """0-d bool: the loss and every gradient element are finite (stays on the device).
+
+    x * 0 is 0 for a finite x and NaN for inf or NaN, so the sum of them is 0 exactly when
+    every element is finite: one reduction (an `isfinite` is several ops in eager)."""
+    return (grad * 0.0).sum() + loss * 0.0 == 0.0

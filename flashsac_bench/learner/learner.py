@@ -1,10 +1,10 @@
-"""FlashSACLearner: the state, the schedule of a cycle's updates, and the cycle itself.
+"""FlashSACLearner: the state, acting, checkpoints, and the ONE path object that runs the update
+cycle.
 
-One iteration's cycle (`cycle`) draws every batch and every noise tensor up front from the
-counter RNG, then runs the planned critic and actor + temperature updates in order
-(`plan_cycle`). The update math is learner.update; how the cycle is executed (eager, compiled,
-captured) is learner.paths. One critic update, read top to bottom: `update()` -> the path runs
-`cycle()` -> `steps.critic` -> `update.critic_update` -> `update.write`.
+The cycle and its updates are defined once in learner.update (`Cycle`, `critic_update`,
+`actor_update`); how they execute (eager, compiled, captured) is learner.paths. One critic
+update, by calls: `update()` -> `Path.run` -> `Cycle.run` -> `Path.critic` ->
+`update.critic_update`, its result written by the path (`update.write`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.update import UpdateConfig
-from flashsac_bench.learner import paths
+from flashsac_bench.learner import kernels, paths
 from flashsac_bench.learner.adam import AdamConfig, AdamState
 from flashsac_bench.learner.distributional import target_entropy
 from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
@@ -41,35 +41,9 @@ from flashsac_bench.learner.state import (
     SCALAR_INDEX,
     LearnerState,
 )
-from flashsac_bench.learner.update import UpdateStatics
+from flashsac_bench.learner.update import Cycle, UpdateStatics, plan_cycle
 
 STATE_FORMAT = 1
-# The counter RNG's streams of a cycle's draws (the acting streams: learner.exploration).
-STREAM_INDEX, STREAM_NEXT_NOISE, STREAM_ACTOR_NOISE = 1, 2, 3
-
-
-@dataclass(frozen=True)
-class Op:
-    """One update of a cycle: a critic update on batch `update`, or an actor + temperature
-    update on that batch with actor-noise slice `actor_index`."""
-
-    kind: str  # "critic" | "actor"
-    update: int  # critic update index within the cycle (its batch slice)
-    actor_index: int = -1
-    update_target: bool = False  # critic: Polyak after this update
-
-
-def plan_cycle(update: UpdateConfig) -> tuple[Op, ...]:
-    """UniLab's order: critic u, then actor + temperature when u % policy_frequency == 0;
-    Polyak when u % target_frequency == 0."""
-    ops: list[Op] = []
-    actor_index = 0
-    for u in range(update.updates_per_step):
-        ops.append(Op("critic", u, update_target=u % update.target_frequency == 0))
-        if u % update.policy_frequency == 0:
-            ops.append(Op("actor", u, actor_index=actor_index))
-            actor_index += 1
-    return tuple(ops)
 
 
 @dataclass(frozen=True)
@@ -97,12 +71,15 @@ class FlashSACLearner:
         path: PathConfig | None = None,
         seed: int = 1,
         gemm_align: int = 1,
+        fused_kernels: bool = True,
     ) -> None:
         if dtype not in _DTYPES:
             raise ValueError(f"learner dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         if gemm_align < 1:
             raise ValueError(f"gemm_align must be >= 1, got {gemm_align}")
         self.gemm_align = gemm_align
+        # The fused kernels run where they can (learner.kernels: CUDA); off, their references.
+        self.fused_kernels = fused_kernels and kernels.enabled(device)
         if batch_size > replay_capacity:
             raise ValueError(f"batch_size {batch_size} > replay capacity {replay_capacity}")
         self.cfg, self.update_cfg, self.dims = cfg, update, dims
@@ -116,16 +93,8 @@ class FlashSACLearner:
         self.n_actor = sum(op.kind == "actor" for op in self.ops)
         self.statics, self.state = self._build(seed)
         self.ring = ReplayRing(replay_capacity, self.statics.rows, self.device)
-        # The sampled rows of every update of a cycle, gathered in place (a static input).
-        self.batch = torch.zeros(
-            update.updates_per_step * batch_size,
-            self.statics.rows.width,
-            dtype=torch.float32,
-            device=self.device,
-        )
-        self.steps, self.path = paths.build(
-            self.path_cfg, self.statics, self.state, self.device, self.cycle
-        )
+        cycle = Cycle(self.statics, self.state, self.ring, self.ops, batch_size)
+        self.path = paths.build(self.path_cfg, cycle, self.device)
 
     # ------------------------------------------------------------------ construction
     def _build(self, seed: int) -> tuple[UpdateStatics, LearnerState]:
@@ -183,6 +152,7 @@ class FlashSACLearner:
             ),
             mm_dtype=_DTYPES[self.dtype],
             gemm_align=self.gemm_align,
+            kernels=self.fused_kernels,
         )
         rng = CounterRNG(seed, dev)
         scalars = torch.zeros(NUM_SCALARS, dtype=torch.float32, device=dev)
@@ -219,38 +189,13 @@ class FlashSACLearner:
         )
         return statics, state
 
-    # ------------------------------------------------------------------ the update
-    def sample(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """A cycle's draws, in the order every path makes them: the rows of every update
-        (into self.batch), the next-action noise of every critic update, the noise of every
-        actor update. Returns (batch, eps_next, eps_actor)."""
-        n_updates = self.update_cfg.updates_per_step
-        rng, B, A = self.state.rng, self.batch_size, self.dims.action
-        idx = rng.index(STREAM_INDEX, n_updates * B, self.ring.size)
-        torch.index_select(self.ring.storage, 0, idx, out=self.batch)
-        eps_next = rng.normal(STREAM_NEXT_NOISE, (n_updates, B, A))
-        eps_actor = rng.normal(STREAM_ACTOR_NOISE, (max(self.n_actor, 1), B, A))
-        return self.batch, eps_next, eps_actor
-
-    def cycle(self) -> None:
-        """One iteration's updates: every draw up front, then the planned steps in order."""
-        batch, eps_next, eps_actor = self.sample()
-        s, B = self.state, self.batch_size
-        divisor = s.reward_normalizer.divisor()
-        s.metrics.zero_()
-        s.metrics[METRIC_INDEX["reward_scale"]] = divisor
-        for op in self.ops:
-            rows = batch[op.update * B : (op.update + 1) * B]
-            if op.kind == "critic":
-                self.steps.critic(rows, eps_next[op.update], divisor, op.update_target)
-            else:
-                self.steps.actor(rows, eps_actor[op.actor_index])
-
+    # ------------------------------------------------------------------ the update cycle
     def can_update(self) -> bool:
         return self.ring.count >= self.batch_size
 
     def update(self) -> None:
-        """One iteration's cycle on the configured path. Needs >= batch_size stored rows."""
+        """One iteration's update cycle on the configured path. Needs >= batch_size stored
+        rows."""
         if not self.can_update():
             raise RuntimeError(
                 f"replay holds {self.ring.count} rows, fewer than batch_size {self.batch_size}"

@@ -134,24 +134,37 @@ def aligned(n: int, align: int) -> int:
 def param_views(
     layout: Layout, flat: torch.Tensor, mm_dtype: torch.dtype, align: int = 1
 ) -> dict[str, torch.Tensor]:
-    """Named parameter views; matmul weights come from ONE cast of the whole vector.
-
-    Casting once per network and update (instead of once per layer) is the same arithmetic as
-    autocast's per-weight casts, in one kernel instead of one per layer. Matmul weights whose
-    [out, in] are not multiples of `align` come back zero-padded (see the module docstring).
-    """
+    """Named parameter views of a flat vector that is not differentiated; matmul weights come
+    from ONE cast of the whole vector (the same arithmetic as autocast's per-weight casts, in
+    one kernel instead of one per layer), zero-padded to `align` (see the module docstring)."""
     full = layout.views(flat)
     low = full if mm_dtype == flat.dtype else layout.views(flat.to(mm_dtype))
-    out = {}
-    for name, view in full.items():
-        if layout.entries[name].kind != ROWS:
-            out[name] = view
-            continue
-        w = low[name]
-        rows, cols = w.shape[-2:]
-        pad_rows, pad_cols = aligned(rows, align) - rows, aligned(cols, align) - cols
-        out[name] = F.pad(w, (0, pad_cols, 0, pad_rows)) if pad_rows or pad_cols else w
-    return out
+    return {
+        name: _padded(low[name], align) if _is_matmul(layout, name) else view
+        for name, view in full.items()
+    }
+
+
+def matmul_views(
+    layout: Layout, params: dict[str, torch.Tensor], mm_dtype: torch.dtype, align: int = 1
+) -> dict[str, torch.Tensor]:
+    """param_views for named fp32 views that are differentiated: each matmul weight cast on
+    its own (its gradient is then its own tensor), the same values as param_views'."""
+    return {
+        name: _padded(view.to(mm_dtype), align) if _is_matmul(layout, name) else view
+        for name, view in params.items()
+    }
+
+
+def _is_matmul(layout: Layout, name: str) -> bool:
+    return layout.entries[name].kind == ROWS
+
+
+def _padded(w: torch.Tensor, align: int) -> torch.Tensor:
+    """A matmul weight [..., out, in] zero-padded to multiples of `align`."""
+    rows, cols = w.shape[-2:]
+    pad_rows, pad_cols = aligned(rows, align) - rows, aligned(cols, align) - cols
+    return F.pad(w, (0, pad_cols, 0, pad_rows)) if pad_rows or pad_cols else w
 
 
 def batch_norm(
@@ -180,8 +193,10 @@ def batch_norm(
 
 
 def bn_affine(x_hat: torch.Tensor, affine: torch.Tensor) -> torch.Tensor:
-    """gamma * x_hat + beta with affine [..., 2, d] broadcast over the batch dim."""
-    return x_hat * affine.select(-2, 0).unsqueeze(-2) + affine.select(-2, 1).unsqueeze(-2)
+    """gamma * x_hat + beta with affine [..., 2, d] broadcast over the batch dim (unbind: its
+    gradient is one stack, not a zero-filled tensor per half)."""
+    gamma, beta = affine.unbind(-2)
+    return x_hat * gamma.unsqueeze(-2) + beta.unsqueeze(-2)
 
 
 def _linear(x: torch.Tensor, w: torch.Tensor, mm_dtype: torch.dtype, out: int) -> torch.Tensor:
@@ -275,6 +290,17 @@ def tanh_normal_sample(
     return torch.tanh(u), (log_normal - log_det).sum(-1)
 
 
+def critic_logits(
+    net: Network, critic_obs: torch.Tensor, actions: torch.Tensor, *, training: bool
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Ensemble critic logits [E, B, K] over the support's atoms, and the new buffers."""
+    x = torch.cat([critic_obs, actions], dim=-1)
+    h, new_b = trunk(net, x, training=training)
+    p, mm_dtype = net.params, net.mm_dtype
+    logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
+    return logits, new_b
+
+
 def critic_distribution(
     net: Network,
     critic_obs: torch.Tensor,
@@ -284,10 +310,7 @@ def critic_distribution(
     training: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """Ensemble categorical critic: expected values q [E, B], log-probs [E, B, K], new buffers."""
-    x = torch.cat([critic_obs, actions], dim=-1)
-    h, new_b = trunk(net, x, training=training)
-    p, mm_dtype = net.params, net.mm_dtype
-    logits = _linear(h, p["head.w"], mm_dtype, p["head.b"].shape[-1]) + p["head.b"].unsqueeze(-2)
+    logits, new_b = critic_logits(net, critic_obs, actions, training=training)
     log_probs = torch.log_softmax(logits, dim=-1)
     q = (torch.exp(log_probs) * support).sum(-1)
     return q, log_probs, new_b

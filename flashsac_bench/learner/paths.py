@@ -1,17 +1,21 @@
 """How a cycle runs: eager, torch.compile, or one captured CUDA graph per iteration.
 
-Every path runs the learner's one cycle (`FlashSACLearner.cycle`: the same sampling, the same
-`update.critic_update` / `update.actor_update`, in the same order). Paths differ only in how:
+The learner holds ONE path object. Every path runs the same `update.Cycle` (the same draws, the
+same `update.critic_update` / `update.actor_update`, in the same order) through `Path.run`;
+the path decides only how each update executes (`Path.critic`, `Path.actor`) and how the cycle
+is replayed:
 
-- eager: the update functions as they are; each result is written into the state (`update.write`).
-- compile: each update step is ONE torch.compile'd graph (forward, backward, Adam, projection,
-  Polyak). The compiled steps are pure and their results are written after them, outside the
+- eager: the update functions as they are; each result is written into the state (`update.write`),
+  the fused optimizer step (CUDA) writes its part in place.
+- compile: each update is ONE torch.compile'd graph (forward, backward, Adam, projection,
+  Polyak). The compiled updates are pure and their results are written after them, outside the
   graph: a compiled graph that mutates its inputs makes Inductor skip its CUDA graphs, which
   the compile path uses on CUDA.
-- cudagraph: the compiled steps write their tensor results themselves, inside the compiled
-  graph (the outer capture needs no pure steps, and the copies fuse); Inductor's own CUDA graphs
-  stay off, since graphs cannot nest. After two settling cycles one call of the whole cycle is
-  captured as one CUDA graph, and every iteration replays it.
+- cudagraph: the compiled updates write their tensor results themselves, inside the compiled
+  graph (the outer capture needs no pure updates, and the copies fuse; the fused optimizer
+  step writes the state in place); Inductor's own CUDA graphs stay off, since graphs cannot
+  nest. After two settling cycles one call of the whole
+  cycle is captured as one CUDA graph, and every iteration replays it.
 
 On every path the scalar vector is written outside compiled code (learner.state.SCALARS says
 why). On CUDA the compiled paths also run the counter RNG's integer hash as compiled code and
@@ -26,114 +30,46 @@ import logging
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.learner.graphs import GraphSet, collect_dead_graphs
-from flashsac_bench.learner.state import LearnerState
 from flashsac_bench.learner.update import (
-    UpdateStatics,
+    Cycle,
     actor_update,
     critic_update,
     write,
+    write_tensors,
 )
 
 log = logging.getLogger(__name__)
 
-CriticStep = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
-ActorStep = Callable[[torch.Tensor, torch.Tensor], None]
 
-
-@dataclass(frozen=True)
-class Steps:
-    """What a cycle calls: one critic update, one actor + temperature update, each written into
-    the state when the call returns."""
-
-    critic: CriticStep  # (rows [B, width], eps_next [B, A], reward divisor, update_target)
-    actor: ActorStep  # (rows [B, width], eps [B, A])
-
-
-def eager_steps(st: UpdateStatics, s: LearnerState) -> Steps:
-    def critic(rows, eps_next, divisor, update_target: bool) -> None:
-        write(s, critic_update(st, s, rows, eps_next, divisor, update_target))
-
-    def actor(rows, eps) -> None:
-        write(s, actor_update(st, s, rows, eps))
-
-    return Steps(critic, actor)
-
-
-def compiled_steps(
-    st: UpdateStatics,
-    s: LearnerState,
-    *,
-    write_inside: bool,
-    graphs: bool,
-    options: dict[str, Any],
-) -> Steps:
-    """The two steps as compiled graphs: pure (results written after the graph) or, with
-    `write_inside`, writing their tensor results inside it (the scalars always after);
-    `graphs`: Inductor's own CUDA graph trees."""
-
-    def critic_inside(rows, eps_next, divisor, update_target: bool) -> torch.Tensor:
-        return _write_tensors(s, critic_update(st, s, rows, eps_next, divisor, update_target))
-
-    def actor_inside(rows, eps) -> torch.Tensor:
-        return _write_tensors(s, actor_update(st, s, rows, eps))
-
-    def pure_critic(rows, eps_next, divisor, update_target: bool):
-        return critic_update(st, s, rows, eps_next, divisor, update_target)
-
-    def pure_actor(rows, eps):
-        return actor_update(st, s, rows, eps)
-
-    critic_c = compile_step(critic_inside if write_inside else pure_critic, graphs, options)
-    actor_c = compile_step(actor_inside if write_inside else pure_actor, graphs, options)
-    if write_inside:
-
-        def critic(rows, eps_next, divisor, update_target: bool) -> None:
-            torch._foreach_copy_([s.scalars], [critic_c(rows, eps_next, divisor, update_target)])
-
-        def actor(rows, eps) -> None:
-            torch._foreach_copy_([s.scalars], [actor_c(rows, eps)])
-
-    else:
-
-        def critic(rows, eps_next, divisor, update_target: bool) -> None:
-            write(s, critic_c(rows, eps_next, divisor, update_target))
-
-        def actor(rows, eps) -> None:
-            write(s, actor_c(rows, eps))
-
-    return Steps(critic, actor)
-
-
-def _write_tensors(s: LearnerState, result) -> torch.Tensor:
-    """Inside a compiled step: write every tensor result, hand the scalar vector back."""
-    for dst, value in zip(result.destinations(s), result.values(), strict=True):
-        dst.copy_(value)
-    return result.scalars
-
-
-def compile_step(fn: Callable[..., Any], inductor_cudagraphs: bool, options: dict[str, Any]):
-    """torch.compile one whole update step; `fullgraph`: a graph break would silently split the
-    update into eager pieces."""
-    options = {**options, "triton.cudagraphs": inductor_cudagraphs}
-    return torch.compile(fn, fullgraph=True, dynamic=False, options=options)
-
-
-class EagerPath:
-    """Runs the cycle as it is."""
+class Path:
+    """The eager path: runs the cycle as it is, each update's result written after it."""
 
     name = "eager"
 
-    def __init__(self, cycle: Callable[[], None], state: LearnerState, device) -> None:
-        self.cycle, self.state, self.device = cycle, state, torch.device(device)
+    def __init__(self, cycle: Cycle, device: torch.device | str) -> None:
+        self.cycle, self.device = cycle, torch.device(device)
         self.cold_start_s = 0.0
         self._warm = False
+
+    def critic(self, rows, eps_next, divisor, update_target: bool) -> None:
+        """One critic update on rows [B, width] with next-action noise [B, A]."""
+        st, s = self.cycle.statics, self.cycle.state
+        write(s, critic_update(st, s, rows, eps_next, divisor, update_target, in_place=True))
+
+    def actor(self, rows, eps) -> None:
+        """One actor + temperature update on rows [B, width] with noise [B, A]."""
+        st, s = self.cycle.statics, self.cycle.state
+        write(s, actor_update(st, s, rows, eps, in_place=True))
+
+    def run(self) -> None:
+        """One iteration's cycle."""
+        self.cycle.run(self)
 
     def warmup(self) -> None:
         """One untimed cycle, then the state restored: first-call costs (compilation, library
@@ -141,12 +77,9 @@ class EagerPath:
         if self._warm:
             return
         start = time.perf_counter()
-        self._untimed(self.cycle)
+        self._untimed(lambda: self.cycle.run(self))
         self._warm = True
         self.cold_start_s = time.perf_counter() - start
-
-    def run(self) -> None:
-        self.cycle()
 
     def graph_sets(self) -> tuple[GraphSet, ...]:
         """This path's own CUDA graphs (the cudagraph path has one set)."""
@@ -158,43 +91,80 @@ class EagerPath:
     def _untimed(self, cycles: Callable[[], None]) -> dict[str, torch.Tensor]:
         """Run `cycles` for their side effects only, wait for the device, and put the state
         back; returns that state (a snapshot)."""
-        snap = self.state.snapshot()
+        state = self.cycle.state
+        snap = state.snapshot()
         cycles()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        self.state.restore(snap)
+        state.restore(snap)
         return snap
 
 
-class CompilePath(EagerPath):
-    """Runs the cycle with compiled steps (the learner built them with `compiled_steps`); the
-    first run compiles them in an untimed warm-up cycle."""
+class CompilePath(Path):
+    """Each update as one compiled graph, pure (its results written after it); on CUDA the
+    graphs replay as Inductor's own CUDA graph trees. The first run compiles them in an
+    untimed warm-up cycle."""
 
     name = "compile"
 
-    def __init__(self, cycle, state, device, graph_trees: bool) -> None:
-        super().__init__(cycle, state, device)
-        self.graph_trees = graph_trees  # the steps run as Inductor's CUDA graph trees
+    def __init__(self, cycle: Cycle, device, options: dict[str, Any]) -> None:
+        super().__init__(cycle, device)
+        self.graph_trees = self.device.type == "cuda"
+        if self.graph_trees:
+            mark_static_inputs(cycle)
+        st, s = cycle.statics, cycle.state
+
+        def critic(rows, eps_next, divisor, update_target: bool):
+            return critic_update(st, s, rows, eps_next, divisor, update_target)
+
+        def actor(rows, eps):
+            return actor_update(st, s, rows, eps)
+
+        self._critic = compile_update(critic, self.graph_trees, options)
+        self._actor = compile_update(actor, self.graph_trees, options)
+
+    def critic(self, rows, eps_next, divisor, update_target: bool) -> None:
+        write(self.cycle.state, self._critic(rows, eps_next, divisor, update_target))
+
+    def actor(self, rows, eps) -> None:
+        write(self.cycle.state, self._actor(rows, eps))
 
     def run(self) -> None:
         if not self._warm:
             self.warmup()
-        self.cycle()
+        self.cycle.run(self)
 
 
-class CapturedPath(EagerPath):
-    """The whole cycle captured once as ONE CUDA graph; each iteration is one replay."""
+class CapturedPath(Path):
+    """Each update as one compiled graph that writes its tensor results itself; the whole cycle
+    captured once as ONE CUDA graph, each iteration one replay."""
 
     name = "cudagraph"
 
-    def __init__(self, cycle, state, device, fallback: bool) -> None:
-        super().__init__(cycle, state, device)
-        if self.device.type != "cuda":
-            raise RuntimeError("path=cudagraph needs a CUDA device")
+    def __init__(self, cycle: Cycle, device, options: dict[str, Any], fallback: bool) -> None:
+        super().__init__(cycle, device)
+        st, s = cycle.statics, cycle.state
+
+        def critic(rows, eps_next, divisor, update_target: bool) -> torch.Tensor:
+            result = critic_update(st, s, rows, eps_next, divisor, update_target, in_place=True)
+            return write_tensors(s, result)
+
+        def actor(rows, eps) -> torch.Tensor:
+            return write_tensors(s, actor_update(st, s, rows, eps, in_place=True))
+
+        self._critic = compile_update(critic, False, options)
+        self._actor = compile_update(actor, False, options)
         self.allow_fallback = fallback
         self.graphs = GraphSet()  # the cycle's graph; destroyed only by release_graphs()
-        self.fallback = False  # the capture failed: the compiled steps run uncaptured
+        self.fallback = False  # the capture failed: the compiled updates run uncaptured
         self.captures = 0
+
+    def critic(self, rows, eps_next, divisor, update_target: bool) -> None:
+        scalars = self._critic(rows, eps_next, divisor, update_target)
+        torch._foreach_copy_([self.cycle.state.scalars], [scalars])
+
+    def actor(self, rows, eps) -> None:
+        torch._foreach_copy_([self.cycle.state.scalars], [self._actor(rows, eps)])
 
     @property
     def graph(self) -> torch.cuda.CUDAGraph | None:
@@ -213,31 +183,35 @@ class CapturedPath(EagerPath):
         start = time.perf_counter()
         device = self.device
 
+        def replay() -> None:
+            """The cycle with the compiled updates, uncaptured."""
+            self.cycle.run(self)
+
         def settle() -> None:
             """Compile, autotune and let the caching allocator settle before the capture."""
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
             with torch.cuda.stream(side):
                 for _ in range(2):
-                    self.cycle()
+                    replay()
             torch.cuda.current_stream(device).wait_stream(side)
 
         snap = self._untimed(settle)
         collect_dead_graphs(keep=(self.graphs,))
         try:
-            self.graphs.capture("cycle", self.cycle)
+            self.graphs.capture("cycle", replay)
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
             if not self.allow_fallback:
                 raise
             warnings.warn(
                 f"CUDA graph capture of the update cycle failed ({type(err).__name__}: {err}); "
-                "running the compiled steps without it.",
+                "running the compiled updates without it.",
                 RuntimeWarning,
                 stacklevel=2,
             )
             self.fallback = True
             torch.cuda.synchronize(device)
-            self.state.restore(snap)
+            self.cycle.state.restore(snap)
         else:
             # Capture records kernels without running them: the state is still `snap`.
             self.captures += 1
@@ -249,43 +223,41 @@ class CapturedPath(EagerPath):
         if self.graph is None and not self.fallback:
             self.warmup()
         if self.graph is None:
-            self.cycle()
+            self.cycle.run(self)
         else:
             self.graph.replay()
 
 
-def build(
-    cfg: PathConfig, st: UpdateStatics, s: LearnerState, device, cycle: Callable[[], None]
-) -> tuple[Steps, EagerPath]:
-    """The steps a cycle calls on path `cfg.name`, and the path that runs the cycle."""
+def compile_update(fn: Callable[..., Any], inductor_cudagraphs: bool, options: dict[str, Any]):
+    """torch.compile one whole update; `fullgraph`: a graph break would silently split the
+    update into eager pieces."""
+    options = {**options, "triton.cudagraphs": inductor_cudagraphs}
+    return torch.compile(fn, fullgraph=True, dynamic=False, options=options)
+
+
+def build(cfg: PathConfig, cycle: Cycle, device) -> Path:
+    """The path `cfg.name` that runs `cycle`."""
     device = torch.device(device)
     cuda = device.type == "cuda"
     if cfg.name == "eager":
-        return eager_steps(st, s), EagerPath(cycle, s, device)
+        return Path(cycle, device)
     if cfg.name not in ("compile", "cudagraph"):
         raise ValueError(f"unknown path {cfg.name!r}")
+    if cfg.name == "cudagraph" and not cuda:
+        raise RuntimeError("path=cudagraph needs a CUDA device")
     if cuda:
-        s.rng.compile_hash()
-    graph_trees = cfg.name == "compile" and cuda
-    if graph_trees:
-        mark_static_inputs(st, s)
+        cycle.state.rng.compile_hash()
     options = {"combo_kernels": cuda, **cfg.inductor_options}
-    steps = compiled_steps(
-        st,
-        s,
-        write_inside=cfg.name == "cudagraph",
-        graphs=graph_trees,
-        options=options,
-    )
     if cfg.name == "compile":
-        return steps, CompilePath(cycle, s, device, graph_trees)
-    return steps, CapturedPath(cycle, s, device, cfg.fallback_to_compile)
+        return CompilePath(cycle, device, options)
+    return CapturedPath(cycle, device, options, cfg.fallback_to_compile)
 
 
-def mark_static_inputs(st: UpdateStatics, s: LearnerState) -> None:
+def mark_static_inputs(cycle: Cycle) -> None:
     """Tell Dynamo that every state / statics tensor keeps its address across calls: Inductor's
     CUDA graph trees then read them in place instead of copying each into the graph's own
     input buffers on every replay (the state never moves: learner.state)."""
+    st, s = cycle.statics, cycle.state
     tensors = list(s.tensors().values()) + [s.scalars, st.support]
     for projector in (st.actor_projector, st.critic_projector):
         tensors += projector.tensors()

@@ -22,24 +22,37 @@ from flashsac_bench.lowbias32 import hash32, hash32_int
 
 
 def counter_bits(
-    key: torch.Tensor, counter: torch.Tensor, salt: torch.Tensor, numel: int
+    key: torch.Tensor,
+    counter: torch.Tensor,
+    salts: torch.Tensor,
+    offsets: torch.Tensor,
+    draw_of_value: torch.Tensor,
+    index_hashes: torch.Tensor,
 ) -> torch.Tensor:
-    """The 32-bit hashes of one draw: numel values for (key, stream salt, counter). Pure.
+    """The 32-bit hashes of several draws, concatenated. Draw i hashes (key, stream salt
+    salts[i], counter + offsets[i]) with the index of each of its values; `draw_of_value`
+    (which draw each value belongs to) and `index_hashes` (hash32(index ^ 0x5BD1E995) of each
+    value's index within its draw) are constants of the draw sizes. Pure.
 
-    Written out as ~70 integer tensor ops, so eager runs as many kernels; `CounterRNG.compile_hash`
-    runs it as one compiled kernel. Integer arithmetic is exact: both give the same bits.
-    """
-    stream_key = hash32(key ^ salt)
-    counter_key = hash32((counter & _MASK32) ^ stream_key)
-    idx = torch.arange(numel, dtype=torch.int64, device=counter.device)
-    return hash32(hash32(idx ^ 0x5BD1E995) ^ counter_key)
+    Every draw of a call shares one chain of ~60 integer tensor ops (eager runs as many
+    kernels; `CounterRNG.compile_hash` runs it as one compiled kernel). Integer arithmetic is
+    exact: one call gives the bits of the same draws made one by one."""
+    stream_keys = hash32(key ^ salts)
+    counter_keys = hash32(((counter + offsets) & _MASK32) ^ stream_keys)
+    return hash32(index_hashes ^ counter_keys[draw_of_value])
+
+
+def index_hashes(numel: int, device: torch.device | str) -> torch.Tensor:
+    """hash32(arange(numel) ^ 0x5BD1E995): the per-element half of every draw's hash."""
+    return hash32(torch.arange(numel, dtype=torch.int64, device=device) ^ 0x5BD1E995)
 
 
 class CounterRNG:
     """Streams of uniform / normal numbers keyed by (seed, stream) and a device counter.
 
     Every draw uses the current counter value, then increments it in place (so a captured CUDA
-    graph draws fresh numbers on every replay). Draw calls must happen in the same order on
+    graph draws fresh numbers on every replay); `draw` makes several draws in one call, with
+    the bits of the same draws made one by one. Draw calls must happen in the same order on
     every path; the update cycle guarantees that.
     """
 
@@ -49,9 +62,10 @@ class CounterRNG:
         self.key = torch.tensor(hash32_int(int(seed)), dtype=torch.int64, device=device)
         self.counter = torch.zeros((), dtype=torch.int64, device=device)
         self._hash = counter_bits
-        # Stream salts as device constants, made on first use by a fill kernel (no host copy,
-        # no sync); the warm-ups before every capture draw each captured stream once.
-        self._salts: dict[int, torch.Tensor] = {}
+        # Device constants of each draw signature (stream salts, counter offsets, each value's
+        # draw and index hash), made on first use by device kernels (no host copy, no sync);
+        # the warm-ups before every capture make every captured signature's once.
+        self._constants: dict[tuple, tuple[torch.Tensor, ...]] = {}
 
     def compile_hash(self) -> None:
         """Run the hash as compiled code (path.compile_rng on the compile / cudagraph paths).
@@ -63,52 +77,95 @@ class CounterRNG:
         """Whether the hash runs as compiled code (compile_hash was called)."""
         return self._hash is not counter_bits
 
-    def _salt(self, stream: int) -> torch.Tensor:
-        salt = self._salts.get(stream)
-        if salt is None:
-            value = (stream * 0x9E3779B9) & _MASK32
-            salt = torch.full((), value, dtype=torch.int64, device=self.counter.device)
-            self._salts[stream] = salt
-        return salt
+    def _signature(self, draws: tuple[tuple[int, int], ...]):
+        found = self._constants.get(draws)
+        if found is None:
+            device = self.counter.device
+            streams = [(stream * 0x9E3779B9) & _MASK32 for stream, _ in draws]
+            salts = torch.zeros(len(draws), dtype=torch.int64, device=device)
+            for i, salt in enumerate(streams):
+                salts[i] = salt  # a fill kernel each: no host-to-device copy
+            offsets = torch.arange(len(draws), dtype=torch.int64, device=device)
+            draw_of_value = torch.cat(
+                [
+                    torch.full((n,), i, dtype=torch.int64, device=device)
+                    for i, (_, n) in enumerate(draws)
+                ]
+            )
+            hashes = torch.cat([index_hashes(n, device) for _, n in draws])
+            found = self._constants[draws] = (salts, offsets, draw_of_value, hashes)
+        return found
 
-    def _bits(self, stream: int, numel: int) -> torch.Tensor:
-        bits = self._hash(self.key, self.counter, self._salt(stream), numel)
+    def bits(self, draws: tuple[tuple[int, int], ...]) -> list[torch.Tensor]:
+        """The 32-bit hashes (int64) of draws ((stream, numel), ...), made in order."""
+        bits = self._hash(self.key, self.counter, *self._signature(draws))
         # Outside the compiled hash: an in-place increment fused into a kernel that also reads
         # the counter could be seen by that kernel's later blocks (learner.state.SCALARS).
-        self.counter.add_(1)
-        return bits
+        self.counter.add_(len(draws))
+        return list(bits.split([n for _, n in draws]))
 
     def uniform(self, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
         """float32 uniform in [0, 1) with 24 random bits."""
-        n = math.prod(shape)
-        bits = self._bits(stream, n)
-        return ((bits >> 8).to(torch.float32) * (1.0 / (1 << 24))).view(shape)
+        (bits,) = self.bits(((stream, math.prod(shape)),))
+        return uniform_from_bits(bits, shape)
+
+    def normal(self, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """Standard normal float32 (Box-Muller on two 24-bit uniforms; both outputs used)."""
+        (bits,) = self.bits(((stream, normal_bits(shape)),))
+        return normal_from_bits(bits, shape)
 
     def uniform64(self, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
         """float64 uniform in [0, 1) with 52 random bits (for indices into large rings)."""
         n = math.prod(shape)
-        bits = self._bits(stream, 2 * n).view(2, n)
-        hi = (bits[0] >> 6).to(torch.float64) * (1.0 / (1 << 26))
-        lo = (bits[1] >> 6).to(torch.float64) * (1.0 / (1 << 52))
-        return (hi + lo).view(shape)
-
-    def normal(self, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
-        """Standard normal float32 (Box-Muller on two 24-bit uniforms; both outputs used)."""
-        n = math.prod(shape)
-        half = (n + 1) // 2
-        bits = self._bits(stream, 2 * half).view(2, half)
-        u1 = ((bits[0] >> 8).to(torch.float32) + 1.0) * (1.0 / (1 << 24))  # (0, 1]
-        u2 = (bits[1] >> 8).to(torch.float32) * (1.0 / (1 << 24))
-        r = torch.sqrt(-2.0 * torch.log(u1))
-        theta = (2.0 * math.pi) * u2
-        out = torch.cat([r * torch.cos(theta), r * torch.sin(theta)])
-        return out[:n].view(shape)
+        (bits,) = self.bits(((stream, index_bits(n)),))
+        return uniform64_from_bits(bits, n).view(shape)
 
     def index(self, stream: int, n: int, size: torch.Tensor) -> torch.Tensor:
         """n uniform indices in [0, size) where `size` is a device tensor (no host sync)."""
-        u = self.uniform64(stream, (n,))
-        idx = (u * size.to(torch.float64)).to(torch.int64)
-        return torch.minimum(idx, (size - 1).clamp_min(0))
+        (bits,) = self.bits(((stream, index_bits(n)),))
+        return index_from_bits(bits, n, size)
 
     def tensors(self) -> dict[str, torch.Tensor]:
         return {"key": self.key, "counter": self.counter}
+
+
+def uniform_from_bits(bits: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """float32 uniform in [0, 1) with 24 random bits, from math.prod(shape) hashes."""
+    return ((bits >> 8).to(torch.float32) * (1.0 / (1 << 24))).view(shape)
+
+
+def normal_bits(shape: tuple[int, ...]) -> int:
+    """How many hashes normal_from_bits takes for `shape`."""
+    return 2 * ((math.prod(shape) + 1) // 2)
+
+
+def normal_from_bits(bits: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """Standard normal float32 (Box-Muller on two 24-bit uniforms; both outputs used)."""
+    n = math.prod(shape)
+    half = (n + 1) // 2
+    bits = bits.view(2, half)
+    u1 = ((bits[0] >> 8).to(torch.float32) + 1.0) * (1.0 / (1 << 24))  # (0, 1]
+    u2 = (bits[1] >> 8).to(torch.float32) * (1.0 / (1 << 24))
+    r = torch.sqrt(-2.0 * torch.log(u1))
+    theta = (2.0 * math.pi) * u2
+    out = torch.cat([r * torch.cos(theta), r * torch.sin(theta)])
+    return out[:n].view(shape)
+
+
+def index_bits(n: int) -> int:
+    """How many hashes index_from_bits takes for n indices."""
+    return 2 * n
+
+
+def uniform64_from_bits(bits: torch.Tensor, n: int) -> torch.Tensor:
+    """n float64 uniforms in [0, 1) with 52 random bits each, from 2n hashes."""
+    bits = bits.view(2, n)
+    hi = (bits[0] >> 6).to(torch.float64) * (1.0 / (1 << 26))
+    lo = (bits[1] >> 6).to(torch.float64) * (1.0 / (1 << 52))
+    return hi + lo
+
+
+def index_from_bits(bits: torch.Tensor, n: int, size: torch.Tensor) -> torch.Tensor:
+    """n uniform indices in [0, size) (a device tensor: no host sync), from 2n hashes."""
+    idx = (uniform64_from_bits(bits, n) * size.to(torch.float64)).to(torch.int64)
+    return torch.minimum(idx, (size - 1).clamp_min(0))

@@ -1,14 +1,19 @@
-"""One critic update and one actor(+temperature) update: THE definition every path executes.
+"""THE definition every path executes: one critic update, one actor (+ temperature) update, and
+the cycle of them that one iteration runs.
 
-Both are pure functions of (statics, state, batch rows, noise) that return named results
-(`CriticResult`, `ActorResult`): the next values of every state tensor they change. Eager runs
-them as they are, the compile path wraps each in torch.compile (forward, backward, Adam,
-projection and Polyak in one Inductor graph), the cudagraph path captures a whole cycle of
-calls (learner.paths). Gradients come from torch.func.grad_and_value w.r.t. ONE flat parameter
-vector; in the actor update the critic's parameters are plain inputs, so no critic weight
-gradient is ever formed. Every next value is gated by an on-device finite flag (loss and
-gradient), so a non-finite step leaves weights, buffers, optimizer state and target untouched,
-without a host `if`.
+`critic_update` and `actor_update` are pure functions of (statics, state, batch rows, noise)
+that return named results (`CriticResult`, `ActorResult`): the next values of every state
+tensor they change. Gradients come from torch.func.grad_and_value w.r.t. the named parameter
+views of ONE flat vector (one gradient tensor per layer, concatenated once); in the actor
+update the critic's parameters are plain inputs, so no critic weight gradient is ever formed.
+Every next value is gated by an on-device finite flag (loss and gradient), so a non-finite
+update leaves weights, buffers, optimizer state and target untouched, without a host `if`.
+
+`Cycle` is one iteration's updates: every batch and noise tensor drawn up front from the
+counter RNG, then the planned updates (`plan_cycle`) in order, each handed to the path that
+runs the cycle (learner.paths: eager, compiled, captured). One critic update, by calls:
+`learner.update` -> `paths.Path.run` -> `Cycle.run` -> `Path.critic` -> `critic_update`, and
+the path writes its `CriticResult` (`write`).
 
 `write` puts a result into the state. Every element is written from its own old value only,
 so the order of the writes within one update does not matter; the scalar vector is always
@@ -18,14 +23,14 @@ written outside compiled code (learner.state.SCALARS says why).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import torch
 
+from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.adam import (
     AdamConfig,
     AdamState,
-    adam_apply,
     adam_candidate,
     adam_hyper,
     is_finite,
@@ -35,6 +40,8 @@ from flashsac_bench.learner.distributional import (
     cross_entropy,
     select_min_q,
 )
+from flashsac_bench.learner.kernels import categorical as categorical_kernel
+from flashsac_bench.learner.kernels import optimizer as optimizer_kernel
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.networks import (
     NetSpec,
@@ -43,11 +50,14 @@ from flashsac_bench.learner.networks import (
     actor_mean_log_std,
     actor_policy,
     critic_distribution,
+    critic_logits,
+    matmul_views,
     param_views,
     tanh_normal_sample,
 )
 from flashsac_bench.learner.projection import Projector
-from flashsac_bench.learner.replay import RowLayout
+from flashsac_bench.learner.replay import ReplayRing, RowLayout
+from flashsac_bench.learner.rng import index_bits, index_from_bits, normal_bits, normal_from_bits
 from flashsac_bench.learner.schedule import LRSchedule
 from flashsac_bench.learner.state import METRIC_INDEX, METRICS_OFFSET, SCALAR_INDEX, LearnerState
 
@@ -77,46 +87,55 @@ class UpdateStatics:
     target_entropy: float
     mm_dtype: torch.dtype
     gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
+    kernels: bool = False  # the fused kernels (learner.kernels) run instead of their references
 
 
 class CriticResult(NamedTuple):
-    """A critic update's next values (gated: the old ones where the step was not finite)."""
+    """A critic update's next values (gated: the old ones where the update was not finite)."""
 
     scalars: torch.Tensor  # the whole next LearnerState.scalars vector
-    params: torch.Tensor
-    exp_avg: torch.Tensor
-    exp_avg_sq: torch.Tensor
-    target: torch.Tensor | None  # None: this update does not move the target (Polyak)
+    # None: written into the state by the update itself (`in_place`), or, for the target,
+    # not moved by this update (Polyak)
+    params: torch.Tensor | None
+    exp_avg: torch.Tensor | None
+    exp_avg_sq: torch.Tensor | None
     buffers: torch.Tensor  # the online critic's BN running statistics
     target_buffers: torch.Tensor
+    target: torch.Tensor | None
 
-    def destinations(self, s: LearnerState) -> list[torch.Tensor]:
-        """The state tensors that `values()` are the next values of, in that order."""
-        adam = s.critic_adam
-        moved = [] if self.target is None else [s.target_params]
-        return [s.critic_params, adam.exp_avg, adam.exp_avg_sq, *moved, s.critic_buffers,
-                s.target_buffers]  # fmt: skip
-
-    def values(self) -> list[torch.Tensor]:
-        """Every tensor result but the scalar vector."""
-        return [v for v in self[1:] if v is not None]
+    def assignments(self, s: LearnerState) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(state tensor, its next value) for every tensor result left to write but the
+        scalar vector."""
+        pairs = [
+            (s.critic_params, self.params),
+            (s.critic_adam.exp_avg, self.exp_avg),
+            (s.critic_adam.exp_avg_sq, self.exp_avg_sq),
+            (s.critic_buffers, self.buffers),
+            (s.target_buffers, self.target_buffers),
+            (s.target_params, self.target),
+        ]
+        return [(dst, value) for dst, value in pairs if value is not None]
 
 
 class ActorResult(NamedTuple):
     """An actor + temperature update's next values (the temperature's live in `scalars`)."""
 
     scalars: torch.Tensor
-    params: torch.Tensor
-    exp_avg: torch.Tensor
-    exp_avg_sq: torch.Tensor
+    params: torch.Tensor | None  # None: written by the update itself (`in_place`)
+    exp_avg: torch.Tensor | None
+    exp_avg_sq: torch.Tensor | None
     buffers: torch.Tensor
 
-    def destinations(self, s: LearnerState) -> list[torch.Tensor]:
-        adam = s.actor_adam
-        return [s.actor_params, adam.exp_avg, adam.exp_avg_sq, s.actor_buffers]
-
-    def values(self) -> list[torch.Tensor]:
-        return list(self[1:])
+    def assignments(self, s: LearnerState) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """(state tensor, its next value) for every tensor result left to write but the
+        scalar vector."""
+        pairs = [
+            (s.actor_params, self.params),
+            (s.actor_adam.exp_avg, self.exp_avg),
+            (s.actor_adam.exp_avg_sq, self.exp_avg_sq),
+            (s.actor_buffers, self.buffers),
+        ]
+        return [(dst, value) for dst, value in pairs if value is not None]
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -147,37 +166,88 @@ class ScalarWriter:
 def write(s: LearnerState, result: CriticResult | ActorResult) -> None:
     """Write one update's results into the state (outside any compiled region): ONE
     multi-tensor copy, one launch on CUDA."""
-    torch._foreach_copy_([*result.destinations(s), s.scalars], [*result.values(), result.scalars])
+    pairs = [*result.assignments(s), (s.scalars, result.scalars)]
+    torch._foreach_copy_([dst for dst, _ in pairs], [value for _, value in pairs])
+
+
+def write_tensors(s: LearnerState, result: CriticResult | ActorResult) -> torch.Tensor:
+    """Inside a compiled update: write every tensor result, hand the scalar vector back (the
+    caller writes it outside compiled code)."""
+    for dst, value in result.assignments(s):
+        dst.copy_(value)
+    return result.scalars
+
+
+class OptimizerStep(NamedTuple):
+    """The next values of one network's optimizer step (gated by the finite flag)."""
+
+    params: torch.Tensor
+    exp_avg: torch.Tensor
+    exp_avg_sq: torch.Tensor
+    target: torch.Tensor | None  # the Polyak-moved target (None: not moved)
+    step: torch.Tensor  # the next Adam step count
 
 
 def optimizer_step(
+    st: UpdateStatics,
     projector: Projector,
-    cfg: AdamConfig,
-    tau: float,
     params: torch.Tensor,
     grad: torch.Tensor,
     adam: AdamState,
     target: torch.Tensor | None,
     lr: torch.Tensor,
     ok: torch.Tensor,
-) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+    after: list[torch.Tensor] | None = None,
+) -> OptimizerStep:
     """Adam, then the weight projection, then (critic) Polyak toward the projected weights,
-    every next value gated by `ok`: ((params, exp_avg, exp_avg_sq[, target]), next Adam step)."""
-    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, cfg)
-    next_step = torch.where(ok, step, adam.step)
-    new_params, m, v = adam_apply(
-        params, grad, adam.exp_avg, adam.exp_avg_sq, step_size, bc2_sqrt, cfg
-    )
-    new_params = projector(new_params)
-    out = (
-        torch.where(ok, new_params, params),
-        torch.where(ok, m, adam.exp_avg),
-        torch.where(ok, v, adam.exp_avg_sq),
-    )
-    if target is None:
-        return out, next_step
-    # Polyak on parameters only (BN running buffers are not averaged).
-    return (*out, torch.where(ok, torch.lerp(target, new_params, tau), target)), next_step
+    every next value gated by `ok` (learner.kernels.optimizer: its reference, or with
+    st.kernels its fused kernel, writing into `out` where given). `after`: the update's other
+    results that read the tensors `out` overwrites (computed before the kernel writes)."""
+    step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, st.adam)
+    args = (params, grad, adam.exp_avg, adam.exp_avg_sq, target, step_size, bc2_sqrt, ok)
+    if st.kernels:
+        new = optimizer_kernel.step(projector, st.adam, st.tau, *args, out=out, after=after)
+    else:
+        new = optimizer_kernel.reference(projector, st.adam, st.tau, *args)
+    return OptimizerStep(*new, step=torch.where(ok, step, adam.step))
+
+
+def grad_and_value(layout: Layout, flat: torch.Tensor, loss_fn):
+    """The gradient of `loss_fn(named fp32 parameter views) -> (loss, aux)`, as (flat gradient,
+    (loss, aux)).
+
+    Differentiating w.r.t. the named views instead of the flat vector gives one gradient per
+    layer, concatenated once: a flat input would make every view's backward a full-size zero
+    vector plus an accumulating add (one per layer), which eager runs as launches. Under
+    torch.compile it is torch.func.grad_and_value (Dynamo traces it); in eager the autograd
+    engine runs the same backward formulas (the same bits) without functorch's wrapper around
+    every op."""
+    views = layout.views(flat)
+    if torch.compiler.is_compiling():
+        grads, value = torch.func.grad_and_value(loss_fn, has_aux=True)(views)
+        return pack(layout, grads), value
+    with torch.enable_grad():
+        leaves = {name: view.detach().requires_grad_() for name, view in views.items()}
+        loss, aux = loss_fn(leaves)
+        found = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)
+    grads = {
+        name: torch.zeros_like(leaf) if g is None else g
+        for (name, leaf), g in zip(leaves.items(), found, strict=True)
+    }
+    aux = torch.utils._pytree.tree_map_only(torch.Tensor, torch.Tensor.detach, aux)
+    return pack(layout, grads), (loss.detach(), aux)
+
+
+class CriticGrad(NamedTuple):
+    """A critic update up to its gradient; the BN running statistics as flat vectors, not yet
+    gated."""
+
+    grad: torch.Tensor
+    loss: torch.Tensor
+    q_mean: torch.Tensor
+    buffers: torch.Tensor  # the online critic's next BN running statistics
+    target_buffers: torch.Tensor  # the target critic's
 
 
 def critic_grad(
@@ -186,10 +256,9 @@ def critic_grad(
     rows: torch.Tensor,
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> CriticGrad:
     """The critic update up to its gradient, on rows [B, width]; eps_next [B, A] samples
-    a' ~ pi(.|s'). Returns (grad, loss, q_mean, next online BN buffers, next target BN buffers),
-    the buffers as flat vectors (not yet gated)."""
+    a' ~ pi(.|s')."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     with torch.no_grad():
@@ -216,14 +285,10 @@ def critic_grad(
         net = Network(p, b, st.critic_spec, st.norm, st.mm_dtype)
         return critic_distribution(net, critic_in, actions_in, st.support, training=True)
 
-    def views(params: torch.Tensor) -> dict[str, torch.Tensor]:
-        return param_views(st.critic_param_layout, params, st.mm_dtype, st.gemm_align)
-
-    @torch.no_grad()
-    def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
-        next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
-        return categorical_projection(
-            torch.exp(next_log_probs),
+    with torch.no_grad():
+        # How the next-state distribution moves onto the support (categorical_projection's
+        # arguments after the probabilities).
+        shift = (
             cols["rewards"] / reward_divisor,
             1.0 - cols["terminated"],  # truncations bootstrap
             st.gamma,
@@ -232,27 +297,50 @@ def critic_grad(
             st.v_max,
         )
 
+    @torch.no_grad()
+    def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
+        next_log_probs = select_min_q(target_q[:, batch:], target_log_probs[:, batch:])
+        return categorical_projection(torch.exp(next_log_probs), *shift)
+
+    layout = st.critic_param_layout
     critic_b = st.critic_buffer_layout.views(s.critic_buffers)
     target_b = st.critic_buffer_layout.views(s.target_buffers)
+
+    def critic_head_logits(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor]):
+        net = Network(p, b, st.critic_spec, st.norm, st.mm_dtype)
+        return critic_logits(net, critic_in, actions_in, training=True)
+
     with torch.no_grad():
-        target_q, target_log_probs, target_new_b = critic_forward(views(s.target_params), target_b)
-        target_probs = td_target(target_q, target_log_probs)
+        target_p = param_views(layout, s.target_params, st.mm_dtype, st.gemm_align)
+        if st.kernels:  # learner.kernels.categorical: the same math, fused
+            target_logits, target_new_b = critic_head_logits(target_p, target_b)
+            target_probs = categorical_kernel.td_target(
+                target_logits[:, batch:], st.support, *shift
+            )
+        else:
+            target_q, target_log_probs, target_new_b = critic_forward(target_p, target_b)
+            target_probs = td_target(target_q, target_log_probs)
 
-    def loss_fn(critic_params: torch.Tensor):
-        q, log_probs, new_b = critic_forward(views(critic_params), critic_b)
+    def loss_fn(p: dict[str, torch.Tensor]):
+        online = matmul_views(layout, p, st.mm_dtype, st.gemm_align)
         # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
+        if st.kernels:
+            logits, new_b = critic_head_logits(online, critic_b)
+            loss, q_mean = categorical_kernel.cross_entropy(
+                logits[:, :batch], target_probs, st.support
+            )
+            return loss, (new_b, q_mean)
+        q, log_probs, new_b = critic_forward(online, critic_b)
         loss = cross_entropy(target_probs, log_probs[:, :batch])
-        return loss, (new_b, q[:, :batch].mean(), target_new_b)
+        return loss, (new_b, q[:, :batch].mean())
 
-    grad, (loss, (new_b, q_mean, target_new_b)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
-        s.critic_params
-    )
-    return (
-        grad,
-        loss,
-        q_mean,
-        pack(st.critic_buffer_layout, new_b),
-        pack(st.critic_buffer_layout, target_new_b),
+    grad, (loss, (new_b, q_mean)) = grad_and_value(layout, s.critic_params, loss_fn)
+    return CriticGrad(
+        grad=grad,
+        loss=loss,
+        q_mean=q_mean,
+        buffers=pack(st.critic_buffer_layout, new_b),
+        target_buffers=pack(st.critic_buffer_layout, target_new_b),
     )
 
 
@@ -263,37 +351,50 @@ def critic_update(
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
     update_target: bool,
+    in_place: bool = False,
 ) -> CriticResult:
-    """Distributional critic step on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s');
-    with `update_target`, Polyak moves the target toward the new weights."""
-    grad, loss, q_mean, new_b, target_new_b = critic_grad(st, s, rows, eps_next, reward_divisor)
-    ok = is_finite(loss, grad)
+    """Distributional critic update on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s');
+    with `update_target`, Polyak moves the target toward the new weights. `in_place` (a path
+    that writes the state): the fused optimizer step writes the parameters, the Adam moments
+    and the target into the state itself, and the result holds None for them."""
+    g = critic_grad(st, s, rows, eps_next, reward_divisor)
+    ok = is_finite(g.loss, g.grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
     target = s.target_params if update_target else None
-    new, step = optimizer_step(
-        st.critic_projector, st.adam, st.tau, s.critic_params, grad, s.critic_adam, target, lr, ok
-    )
-    buffers = (
-        torch.where(ok, new_b, s.critic_buffers),
-        torch.where(ok, target_new_b, s.target_buffers),
+    adam = s.critic_adam
+    written = in_place and st.kernels
+    dst = (s.critic_params, adam.exp_avg, adam.exp_avg_sq, target) if written else None
+    after = [g.loss, g.q_mean, g.buffers, g.target_buffers]
+    new = optimizer_step(
+        st, st.critic_projector, s.critic_params, g.grad, adam, target, lr, ok, dst, after
     )
     out = ScalarWriter(s.scalars)
-    out.set("critic.adam.step", step)
+    out.set("critic.adam.step", new.step)
     out.set("critic.sched_step", s.critic_sched_step + 1.0)
-    out.add_metric("critic_loss", torch.where(ok, loss.detach(), 0.0))
-    out.add_metric("q_mean", torch.where(ok, q_mean.detach(), 0.0))
+    out.add_metric("critic_loss", torch.where(ok, g.loss.detach(), 0.0))
+    out.add_metric("q_mean", torch.where(ok, g.q_mean.detach(), 0.0))
     out.add_metric("critic_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("critic_lr", lr)
-    params, exp_avg, exp_avg_sq = new[:3]
     return CriticResult(
-        out.build(), params, exp_avg, exp_avg_sq, new[3] if target is not None else None, *buffers
+        scalars=out.build(),
+        params=None if written else new.params,
+        exp_avg=None if written else new.exp_avg,
+        exp_avg_sq=None if written else new.exp_avg_sq,
+        buffers=torch.where(ok, g.buffers, s.critic_buffers),
+        target_buffers=torch.where(ok, g.target_buffers, s.target_buffers),
+        target=None if written else new.target,
     )
 
 
 def actor_update(
-    st: UpdateStatics, s: LearnerState, rows: torch.Tensor, eps: torch.Tensor
+    st: UpdateStatics,
+    s: LearnerState,
+    rows: torch.Tensor,
+    eps: torch.Tensor,
+    in_place: bool = False,
 ) -> ActorResult:
-    """Actor step (then temperature step) on rows [B, width]; eps [B, A] reparameterizes a."""
+    """Actor update (then temperature update) on rows [B, width]; eps [B, A] reparameterizes
+    a. `in_place`: as critic_update's."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
@@ -302,9 +403,10 @@ def actor_update(
     critic = Network(critic_p, critic_b, st.critic_spec, st.norm, st.mm_dtype)
     actor_b = st.actor_buffer_layout.views(s.actor_buffers)
     alpha = torch.exp(s.log_temp).detach()
+    layout = st.actor_param_layout
 
-    def loss_fn(actor_params: torch.Tensor):
-        actor_p = param_views(st.actor_param_layout, actor_params, st.mm_dtype, st.gemm_align)
+    def loss_fn(p: dict[str, torch.Tensor]):
+        actor_p = matmul_views(layout, p, st.mm_dtype, st.gemm_align)
         actor = Network(actor_p, actor_b, st.actor_spec, st.norm, st.mm_dtype)
         mean, log_std, new_b = actor_mean_log_std(actor, obs_in, training=True)
         actions, log_prob = tanh_normal_sample(mean[:batch], log_std[:batch], eps)
@@ -315,24 +417,26 @@ def actor_update(
         loss = (alpha * log_prob - q.min(dim=0).values).mean()
         return loss, (new_b, -log_prob.mean())
 
-    grad, (loss, (new_b, entropy)) = torch.func.grad_and_value(loss_fn, has_aux=True)(
-        s.actor_params
-    )
+    grad, (loss, (new_b, entropy)) = grad_and_value(layout, s.actor_params, loss_fn)
     ok = is_finite(loss, grad)
     lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
-    new, actor_step = optimizer_step(
-        st.actor_projector, st.adam, st.tau, s.actor_params, grad, s.actor_adam, None, lr, ok
+    adam = s.actor_adam
+    written = in_place and st.kernels
+    dst = (s.actor_params, adam.exp_avg, adam.exp_avg_sq, None) if written else None
+    after = [loss, entropy, *new_b.values()]
+    new = optimizer_step(
+        st, st.actor_projector, s.actor_params, grad, adam, None, lr, ok, dst, after
     )
     buffers = torch.where(ok, pack(st.actor_buffer_layout, new_b), s.actor_buffers)
 
-    # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this step.
+    # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this update.
     entropy = entropy.detach()
 
     def temp_loss_fn(log_temp: torch.Tensor) -> torch.Tensor:
         return (torch.exp(log_temp) * (entropy - st.target_entropy)).sum()
 
     temp_grad, temp_loss = torch.func.grad_and_value(temp_loss_fn)(s.log_temp)
-    # A skipped actor step skips its temperature step too: they are one update of the pair.
+    # A skipped actor update skips its temperature update too: they are one update of the pair.
     temp_ok = is_finite(temp_loss, temp_grad) & ok
     log_temp, temp_m, temp_v, temp_step = adam_candidate(
         s.log_temp, temp_grad, s.temp_adam, lr, st.adam
@@ -340,7 +444,7 @@ def actor_update(
     log_temp = torch.where(temp_ok, log_temp, s.log_temp)
 
     out = ScalarWriter(s.scalars)
-    out.set("actor.adam.step", actor_step)
+    out.set("actor.adam.step", new.step)
     out.set("actor.sched_step", s.actor_sched_step + 1.0)
     out.set("temperature.log_temp", log_temp)
     out.set("temperature.adam.exp_avg", torch.where(temp_ok, temp_m, s.temp_adam.exp_avg))
@@ -352,4 +456,116 @@ def actor_update(
     out.set_metric("temperature", torch.exp(log_temp))
     out.add_metric("actor_skipped", 1.0 - ok.to(torch.float32))
     out.set_metric("actor_lr", lr)
-    return ActorResult(out.build(), *new, buffers)
+    return ActorResult(
+        scalars=out.build(),
+        params=None if written else new.params,
+        exp_avg=None if written else new.exp_avg,
+        exp_avg_sq=None if written else new.exp_avg_sq,
+        buffers=buffers,
+    )
+
+
+# The counter RNG's streams of a cycle's draws (the acting streams: learner.exploration).
+STREAM_INDEX, STREAM_NEXT_NOISE, STREAM_ACTOR_NOISE = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Op:
+    """One planned update of a cycle: a critic update on batch slice `batch`, or an actor +
+    temperature update on that slice with actor-noise slice `actor_index`."""
+
+    kind: str  # "critic" | "actor"
+    batch: int  # the batch slice (the critic update's index within the cycle)
+    actor_index: int = -1
+    update_target: bool = False  # critic: Polyak after this update
+
+
+def plan_cycle(update: UpdateConfig) -> tuple[Op, ...]:
+    """UniLab's order: critic u, then actor + temperature when u % policy_frequency == 0;
+    Polyak when u % target_frequency == 0."""
+    ops: list[Op] = []
+    actor_index = 0
+    for u in range(update.updates_per_step):
+        ops.append(Op("critic", u, update_target=u % update.target_frequency == 0))
+        if u % update.policy_frequency == 0:
+            ops.append(Op("actor", u, actor_index=actor_index))
+            actor_index += 1
+    return tuple(ops)
+
+
+class Draws(NamedTuple):
+    """Every random input of one cycle."""
+
+    batch: torch.Tensor  # [updates * B, width] sampled rows
+    eps_next: torch.Tensor  # [updates, B, A] next-action noise of every critic update
+    eps_actor: torch.Tensor  # [actor updates (>= 1), B, A] noise of every actor update
+
+
+class UpdatePath(Protocol):
+    """How one update runs (learner.paths): each call writes its result into the state."""
+
+    def critic(
+        self, rows: torch.Tensor, eps_next: torch.Tensor, divisor: torch.Tensor, update_target: bool
+    ) -> None: ...
+
+    def actor(self, rows: torch.Tensor, eps: torch.Tensor) -> None: ...
+
+
+class Cycle:
+    """One iteration's updates: every draw up front, then the planned updates in order."""
+
+    def __init__(
+        self,
+        statics: UpdateStatics,
+        state: LearnerState,
+        ring: ReplayRing,
+        plan: tuple[Op, ...],
+        batch_size: int,
+    ) -> None:
+        self.statics, self.state, self.ring, self.plan = statics, state, ring, plan
+        self.batch_size = batch_size
+        self.n_updates = sum(op.kind == "critic" for op in plan)
+        self.n_actor = sum(op.kind == "actor" for op in plan)
+        # The sampled rows of every update, gathered in place (a static input of every path).
+        self.batch = torch.zeros(
+            self.n_updates * batch_size,
+            statics.rows.width,
+            dtype=torch.float32,
+            device=ring.storage.device,
+        )
+
+    def sample(self) -> Draws:
+        """A cycle's draws, in the order every path makes them: the rows of every update
+        (into self.batch), the next-action noise of every critic update, the noise of every
+        actor update."""
+        B, A = self.batch_size, self.statics.rows.action_dim
+        rows = self.n_updates * B
+        next_shape, actor_shape = (self.n_updates, B, A), (max(self.n_actor, 1), B, A)
+        idx_bits, next_bits, actor_bits = self.state.rng.bits(
+            (
+                (STREAM_INDEX, index_bits(rows)),
+                (STREAM_NEXT_NOISE, normal_bits(next_shape)),
+                (STREAM_ACTOR_NOISE, normal_bits(actor_shape)),
+            )
+        )
+        idx = index_from_bits(idx_bits, rows, self.ring.size)
+        torch.index_select(self.ring.storage, 0, idx, out=self.batch)
+        return Draws(
+            self.batch,
+            normal_from_bits(next_bits, next_shape),
+            normal_from_bits(actor_bits, actor_shape),
+        )
+
+    def run(self, path: UpdatePath) -> None:
+        """Draw, then run every planned update on `path`."""
+        draws = self.sample()
+        s, B = self.state, self.batch_size
+        divisor = s.reward_normalizer.divisor()
+        s.metrics.zero_()
+        s.metrics[METRIC_INDEX["reward_scale"]] = divisor
+        for op in self.plan:
+            rows = draws.batch[op.batch * B : (op.batch + 1) * B]
+            if op.kind == "critic":
+                path.critic(rows, draws.eps_next[op.batch], divisor, op.update_target)
+            else:
+                path.actor(rows, draws.eps_actor[op.actor_index])

@@ -29,6 +29,8 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.interop import unilab as ui
 from flashsac_bench.learner import paths as paths_mod
 from flashsac_bench.learner import update
+from flashsac_bench.learner.kernels import categorical as categorical_kernel
+from flashsac_bench.learner.kernels import optimizer as optimizer_kernel
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 DIMS = Dims()  # G1: obs 98, critic obs 101, actions 29 -- the sizes UniLab trains
@@ -91,8 +93,36 @@ def mutant(module: types.ModuleType, replacements: list[tuple[str, str]]) -> typ
         src = src.replace(old, new)
     out = types.ModuleType(module.__name__)
     out.__file__ = module.__file__
-    exec(compile(src, f"<edited {module.__file__}>", "exec"), out.__dict__)
+    with _registered_ops_kept():
+        exec(compile(src, f"<edited {module.__file__}>", "exec"), out.__dict__)
     return out
+
+
+@contextmanager
+def _registered_ops_kept() -> Iterator[None]:
+    """A re-executed kernel module registers its custom ops again: keep the shipped ones (the
+    edits are to the references, which the CPU runs; the ops are not called here)."""
+    real = torch.library.custom_op
+
+    class Registered:
+        def __init__(self, name: str) -> None:
+            namespace, op = name.split("::")
+            self.op = getattr(getattr(torch.ops, namespace), op)
+
+        def __call__(self, *args, **kwargs):
+            return self.op(*args, **kwargs)
+
+        def register_fake(self, fn):
+            return fn
+
+        def register_kernel(self, device):
+            return lambda fn: fn
+
+    torch.library.custom_op = lambda name, *a, **k: lambda fn: Registered(name)
+    try:
+        yield
+    finally:
+        torch.library.custom_op = real
 
 
 @dataclass
@@ -208,13 +238,13 @@ def run_ours(
     real_c, real_a = update_mod.critic_update, update_mod.actor_update
     saved = paths_mod.critic_update, paths_mod.actor_update
 
-    def critic_update(st, s, rows, eps_next, divisor, update_target):
+    def critic_update(st, s, rows, eps_next, divisor, update_target, **kwargs):
         inputs.update(rows=rows.clone(), eps_next=eps_next.clone(), divisor=divisor.clone())
-        return real_c(st, s, rows, eps_next, divisor, update_target)
+        return real_c(st, s, rows, eps_next, divisor, update_target, **kwargs)
 
-    def actor_update(st, s, rows, eps):
+    def actor_update(st, s, rows, eps, **kwargs):
         inputs.update(actor_rows=rows.clone(), eps_actor=eps.clone())
-        return real_a(st, s, rows, eps)
+        return real_a(st, s, rows, eps, **kwargs)
 
     paths_mod.critic_update, paths_mod.actor_update = critic_update, actor_update
     try:
@@ -240,8 +270,8 @@ def run_ours(
     online_q, online_logp, _ = calls["critic_distribution"][1][1]
     rec.put("critic.online_q", online_q)
     rec.put("critic.online_log_probs", online_logp)
-    # optimizer_step(projector, cfg, tau, params, grad, ...): the gradient is argument 4.
-    rec.put("critic.grad", calls["optimizer_step"][0][0][4])
+    # optimizer_step(statics, projector, params, grad, ...): the gradient is argument 3.
+    rec.put("critic.grad", calls["optimizer_step"][0][0][3])
     a_mean, a_log_std, _ = calls["actor_mean_log_std"][0][1]
     rec.put("actor.mean", a_mean)
     rec.put("actor.log_std", a_log_std)
@@ -249,7 +279,7 @@ def run_ours(
     rec.put("actor.action", action)
     rec.put("actor.log_prob", log_prob)
     rec.put("actor.q", calls["critic_distribution"][2][1][0])
-    rec.put("actor.grad", calls["optimizer_step"][1][0][4])
+    rec.put("actor.grad", calls["optimizer_step"][1][0][3])
     rec.put("temperature.grad", calls["adam_candidate"][0][0][1])
     m = learner.read_metrics()
     for ours, name in (
@@ -597,8 +627,8 @@ SABOTAGES = (
     Sabotage(
         "critic_target_is_online",
         "update",
-        "critic_forward(views(s.target_params), target_b)",
-        "critic_forward(views(s.critic_params), target_b)",
+        "param_views(layout, s.target_params,",
+        "param_views(layout, s.critic_params,",
     ),
     Sabotage(
         "critic_lr",
@@ -612,7 +642,7 @@ SABOTAGES = (
     Sabotage(
         "critic_bn_stats_dropped",
         "update",
-        "torch.where(ok, new_b, s.critic_buffers)",
+        "torch.where(ok, g.buffers, s.critic_buffers)",
         "s.critic_buffers",
     ),
     Sabotage(
@@ -621,21 +651,22 @@ SABOTAGES = (
         "pack(st.critic_buffer_layout, target_new_b)",
         "pack(st.critic_buffer_layout, new_b)",
     ),
+    # the optimizer step's reference (learner/kernels/optimizer.py)
     Sabotage(
         "polyak_tau",
-        "update",
+        "kernels.optimizer",
         "torch.lerp(target, new_params, tau)",
         "torch.lerp(target, new_params, 1.01 * tau)",
     ),
     Sabotage(
         "polyak_toward_pre_step_params",
-        "update",
+        "kernels.optimizer",
         "torch.lerp(target, new_params, tau)",
         "torch.lerp(target, params, tau)",
     ),
     Sabotage(
         "projection_skipped",
-        "update",
+        "kernels.optimizer",
         "new_params = projector(new_params)",
         "new_params = new_params",
     ),
@@ -831,13 +862,19 @@ def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> t
         }
         edited_statics = dataclasses.replace(st, **projectors)
         monkeypatch.setattr(learner, "statics", edited_statics)
-        monkeypatch.setattr(learner, "steps", paths_mod.eager_steps(edited_statics, learner.state))
+        monkeypatch.setattr(learner.path.cycle, "statics", edited_statics)
         return update
-    # networks / distributional / adam: rebind the functions that update.py imported from it
-    for name, obj in vars(update).items():
-        if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
-            if isinstance(obj, types.FunctionType) and hasattr(edited, name):
-                monkeypatch.setattr(update, name, getattr(edited, name))
+    if sabotage.module.startswith("kernels."):  # update.py calls it as a module
+        (alias,) = [k for k, v in vars(update).items() if v is real]
+        monkeypatch.setattr(update, alias, edited)
+        return update
+    # networks / distributional / adam: rebind the functions that update.py and the kernel
+    # modules (their references) imported from it
+    for user in (update, optimizer_kernel, categorical_kernel):
+        for name, obj in vars(user).items():
+            if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
+                if isinstance(obj, types.FunctionType) and hasattr(edited, name):
+                    monkeypatch.setattr(user, name, getattr(edited, name))
     return update
 
 

@@ -297,7 +297,7 @@ def test_item4_non_finite_step_is_skipped_more_completely_here(base):
     rows[0, col] = float("nan")
     s, before = learner.state, base["before"]
     try:
-        learner.steps.critic(rows, base["inputs"]["eps_next"], base["inputs"]["divisor"], True)
+        learner.path.critic(rows, base["inputs"]["eps_next"], base["inputs"]["divisor"], True)
         ours = s.snapshot()
     finally:
         learner.state.restore(before)
@@ -325,7 +325,7 @@ def test_item4_non_finite_step_is_skipped_more_completely_here(base):
     rows = base["inputs"]["rows"].clone()
     rows[0, learner.statics.rows.span("critic_obs")[0]] = float("nan")
     try:
-        learner.steps.actor(rows, base["inputs"]["eps_actor"])
+        learner.path.actor(rows, base["inputs"]["eps_actor"])
         ours = s.snapshot()
     finally:
         learner.state.restore(before)

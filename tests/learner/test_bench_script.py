@@ -50,12 +50,30 @@ def test_scaling_plot_from_rows(tmp_path):
     assert u == 8 and series == {
         "ours cudagraph": [(256, 4.5), (2048, 8.8)],
         "ours compile": [(256, 40.0)],
-        "unilab-rl 1.4.15": [(256, 8.8)],
+        "unilab-rl 1.4.15 cudagraph": [(256, 8.8)],
     }
     src, png = tmp_path / "rows.json", tmp_path / "scaling.png"
     src.write_text(json.dumps(rows))
     assert _bench(["--plot-from", str(src), "--plot", str(png)]).returncode == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_reference_times_upstreams_eager_beside_ours(tmp_path):
+    """--reference unilab-rl with eager among the paths: unilab-rl's own eager mode on the same
+    networks and batches, one row, and the eager ratio in the table (its graph needs CUDA: on
+    the CPU it is reported as failed and the grid goes on)."""
+    out = tmp_path / "rows.json"
+    argv = ["--device", "cpu", "--dtype", "float32", "--tiny", "--batch-sizes", "32"]
+    argv += ["--updates", "2", "--paths", "eager", "--eager-cycles", "2", "--warmup", "1"]
+    proc = _bench([*argv, "--reference", "unilab-rl", "--output", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())
+    assert [(r["impl"], r["path"]) for r in rows] == [("ours", "eager"), ("unilab-rl", "eager")]
+    assert all(r["cycles"] == 2 and r["median_ms"] > 0 for r in rows)
+    assert "unilab-rl cudagraph B=32 u2 failed" in proc.stdout
+    line = proc.stdout.split("ratios within this run")[1].splitlines()[2].split()
+    ours, theirs = rows[0]["median_ms"], rows[1]["median_ms"]
+    assert line[:2] == ["32", "2"] and line[8] == f"{ours / theirs:.2f}x"
 
 
 def test_a_failing_variant_is_reported_and_the_rest_still_runs(tmp_path):
@@ -94,3 +112,19 @@ def test_inductor_option_items_gather_into_one_dict():
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} was accepted")
+
+
+def test_count_ops_counts_ours_and_upstreams_eager_cycle(tmp_path):
+    """profile_cycle.py --count-ops on the CPU: the aten ops of one eager cycle, ours and
+    unilab-rl's eager mode on the same networks. Ours stays within its budget (a regression in
+    eager's launch count fails here)."""
+    out = tmp_path / "ops.json"
+    script = ROOT / "scripts/profile_cycle.py"
+    argv = ["--count-ops", "--device", "cpu", "--dtype", "float32", "--tiny", "--batch-size", "32"]
+    argv += ["--updates", "2", "--cycles", "1", "--output", str(out)]
+    proc = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["fused_kernels"] is False  # no kernels on the CPU: the references run
+    assert 0 < report["ours"]["ops"] <= 1600  # the eager launch budget of a tiny u2 cycle
+    assert report["unilab-rl"]["ops"] > 0 and report["unilab-rl"]["wall_median_ms"] > 0

@@ -50,11 +50,11 @@ def test_eager_actor_step_has_no_critic_weight_grad_but_critic_step_has():
     critic_w = weight_shapes(learner.statics.critic_param_layout, lead=3)
     actor_w = weight_shapes(learner.statics.actor_param_layout, lead=2)
     rows, eps = _inputs(learner)
-    actor_graph = make_fx(lambda r, e: learner.steps.actor(r, e))(rows, eps).graph
+    actor_graph = make_fx(lambda r, e: learner.path.actor(r, e))(rows, eps).graph
     assert weight_grad_matmuls(actor_graph, critic_w) == []
     assert len(weight_grad_matmuls(actor_graph, actor_w)) >= 6  # embed, 2x2 block, heads
     divisor = torch.tensor(1.0)
-    critic_graph = make_fx(lambda r, e: learner.steps.critic(r, e, divisor, True))(rows, eps).graph
+    critic_graph = make_fx(lambda r, e: learner.path.critic(r, e, divisor, True))(rows, eps).graph
     # Control: the critic step does compute critic weight gradients (embed, 2x2 block, head).
     assert len(weight_grad_matmuls(critic_graph, critic_w)) >= 6
 
@@ -72,13 +72,13 @@ def test_compiled_actor_step_graph_has_no_critic_weight_grad():
     backend = aot_autograd(fw_compiler=capture)
     rows, eps = _inputs(learner)
     torch._dynamo.reset()
-    compiled = torch.compile(learner.steps.actor, backend=backend, fullgraph=True)
+    compiled = torch.compile(learner.path.actor, backend=backend, fullgraph=True)
     compiled(rows, eps)
     assert graphs, "AOTAutograd produced no graph"
     assert all(weight_grad_matmuls(gm.graph, critic_w) == [] for gm in graphs)
     torch._dynamo.reset()
     graphs.clear()
-    compiled_critic = torch.compile(learner.steps.critic, backend=backend, fullgraph=True)
+    compiled_critic = torch.compile(learner.path.critic, backend=backend, fullgraph=True)
     compiled_critic(rows, eps, torch.tensor(1.0), True)
     assert sum(len(weight_grad_matmuls(gm.graph, critic_w)) for gm in graphs) >= 6
     torch._dynamo.reset()
@@ -87,6 +87,6 @@ def test_compiled_actor_step_graph_has_no_critic_weight_grad():
 def test_critic_params_never_get_grad_attributes():
     learner = tiny_learner()
     rows, eps = _inputs(learner)
-    learner.steps.actor(rows, eps)
+    learner.path.actor(rows, eps)
     assert learner.state.critic_params.grad is None
     assert not learner.state.critic_params.requires_grad

@@ -121,11 +121,26 @@ def test_counter_bits_by_hand():
     """One element of one draw, from the Python twin: the documented key/stream/counter mix."""
     rng = CounterRNG(11, "cpu")
     rng.counter.fill_(5)
-    bits = rng._bits(3, 4)
+    (bits,) = rng.bits(((3, 4),))
     stream_key = hash32_int(hash32_int(11) ^ ((3 * 0x9E3779B9) & 0xFFFFFFFF))
     counter_key = hash32_int(5 ^ stream_key)
     assert bits[2].item() == hash32_int(hash32_int(2 ^ 0x5BD1E995) ^ counter_key)
     assert rng.counter.item() == 6
+
+
+def test_draws_made_in_one_call_are_the_draws_made_one_by_one():
+    """A cycle makes its three draws in one call (one hash chain): the same bits, the same
+    counter, as three calls; and the second draw of a call is the by-hand hash at counter + 1."""
+    together, apart = CounterRNG(4, "cpu"), CounterRNG(4, "cpu")
+    draws = ((1, 6), (2, 5), (3, 1))
+    joint = together.bits(draws)
+    assert [b.numel() for b in joint] == [6, 5, 1]
+    for (stream, n), bits in zip(draws, joint, strict=True):
+        assert torch.equal(bits, apart.bits(((stream, n),))[0])
+    assert together.counter.item() == apart.counter.item() == 3
+    stream_key = hash32_int(hash32_int(4) ^ ((2 * 0x9E3779B9) & 0xFFFFFFFF))
+    counter_key = hash32_int(1 ^ stream_key)
+    assert joint[1][4].item() == hash32_int(hash32_int(4 ^ 0x5BD1E995) ^ counter_key)
 
 
 @pytest.mark.slow
@@ -144,5 +159,6 @@ def test_compiled_hash_draws_the_same_bits():
             lambda r, size=size: r.index(1, 64, size),
         ):
             assert torch.equal(draw(compiled), draw(eager))
-        assert torch.equal(compiled._bits(7, 33), eager._bits(7, 33))  # every bit, not just
-    assert compiled.counter.item() == eager.counter.item() == 10  # the ones a draw keeps
+        draws = ((7, 33), (8, 2))  # every bit, not just the ones a draw keeps
+        assert all(map(torch.equal, compiled.bits(draws), eager.bits(draws)))
+    assert compiled.counter.item() == eager.counter.item() == 12

@@ -33,6 +33,11 @@ def test_is_finite_flags_loss_and_gradient():
     assert is_finite(ok, torch.ones(3)).item()
     assert not is_finite(torch.tensor(float("nan")), torch.ones(3)).item()
     assert not is_finite(ok, torch.tensor([1.0, float("inf"), 0.0])).item()
+    for bad in (float("-inf"), float("nan")):
+        assert not is_finite(ok, torch.tensor([bad, 1.0])).item()
+        assert not is_finite(torch.tensor(bad), torch.ones(3)).item()
+    big = torch.full((1000,), 3e38)  # finite values whose sum overflows: still finite
+    assert is_finite(torch.tensor(-3e38), big).item()
 
 
 def test_schedule_endpoints_and_midpoint():

@@ -18,7 +18,7 @@ from torch._guards import TracingContext
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from flashsac_bench.learner import paths
-from flashsac_bench.learner.update import actor_update, critic_update
+from flashsac_bench.learner.update import actor_update, critic_update, write_tensors
 from tests.learner.helpers import BATCH, DIMS, state_diff, tiny_learner
 
 
@@ -63,15 +63,15 @@ def _pure(learner):
 
 
 def _writing(learner):
-    """The cudagraph path's step bodies: write the tensor results, return the scalars."""
+    """The cudagraph path's update bodies: write the tensor results, return the scalars."""
     critic, actor = _pure(learner)
     s = learner.state
 
     def write_critic(rows, eps, divisor, update_target):
-        return paths._write_tensors(s, critic(rows, eps, divisor, update_target))
+        return write_tensors(s, critic(rows, eps, divisor, update_target))
 
     def write_actor(rows, eps):
-        return paths._write_tensors(s, actor(rows, eps))
+        return write_tensors(s, actor(rows, eps))
 
     return write_critic, write_actor
 
@@ -138,20 +138,22 @@ def test_writing_inside_the_step_equals_writing_after_it_bit_for_bit(compiled):
     inside = tiny_learner(path)
     s = inside.state
     if compiled:
-        options = {"combo_kernels": False}
-        inside.steps = paths.compiled_steps(
-            inside.statics, s, write_inside=True, graphs=False, options=options
+        # The cudagraph path's compiled updates, uncaptured (as its fallback runs them).
+        inside.path = paths.CapturedPath(
+            inside.path.cycle, "cpu", {"combo_kernels": False}, fallback=True
         )
+        inside.path.fallback = True
     else:
         write_critic, write_actor = _writing(inside)
 
-        def critic(rows, eps, divisor, update_target):
-            s.scalars.copy_(write_critic(rows, eps, divisor, update_target))
+        class Writing(paths.Path):
+            def critic(self, rows, eps, divisor, update_target):
+                s.scalars.copy_(write_critic(rows, eps, divisor, update_target))
 
-        def actor(rows, eps):
-            s.scalars.copy_(write_actor(rows, eps))
+            def actor(self, rows, eps):
+                s.scalars.copy_(write_actor(rows, eps))
 
-        inside.steps = paths.Steps(critic, actor)
+        inside.path = Writing(inside.path.cycle, "cpu")
     for _ in range(3):
         after.update()
         inside.update()

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from flashsac_bench.config.update import UpdateConfig
-from flashsac_bench.learner.learner import plan_cycle
+from flashsac_bench.learner.update import plan_cycle
 from tests.learner.helpers import BATCH, DIMS, fill_ring, state_diff, tiny_learner
 
 ALWAYS_CHANGES = {"rng.counter", "metrics"}
@@ -26,10 +26,10 @@ def _rows_and_noise(learner, seed=0):
 
 def test_plans_follow_unilab_order():
     u2 = plan_cycle(UpdateConfig(updates_per_step=2, policy_frequency=2))
-    assert [(op.kind, op.update) for op in u2] == [("critic", 0), ("actor", 0), ("critic", 1)]
+    assert [(op.kind, op.batch) for op in u2] == [("critic", 0), ("actor", 0), ("critic", 1)]
     u8 = plan_cycle(UpdateConfig(updates_per_step=8, policy_frequency=2))
     assert sum(op.kind == "critic" for op in u8) == 8
-    assert [op.update for op in u8 if op.kind == "actor"] == [0, 2, 4, 6]
+    assert [op.batch for op in u8 if op.kind == "actor"] == [0, 2, 4, 6]
     every = plan_cycle(UpdateConfig(updates_per_step=2, policy_frequency=1))
     assert [op.kind for op in every] == ["critic", "actor", "critic", "actor"]
     tf = plan_cycle(UpdateConfig(updates_per_step=4, policy_frequency=4, target_frequency=2))
@@ -67,7 +67,7 @@ def test_critic_step_touches_only_critic_side():
     learner = tiny_learner()
     rows, eps = _rows_and_noise(learner)
     before = learner.state.snapshot()
-    learner.steps.critic(rows, eps, torch.tensor(1.0), True)
+    learner.path.critic(rows, eps, torch.tensor(1.0), True)
     after = learner.state.tensors()
     assert changed(before, after) == {
         "critic.params",
@@ -89,7 +89,7 @@ def test_critic_step_without_target_update_leaves_target_params():
     learner = tiny_learner()
     rows, eps = _rows_and_noise(learner)
     before = learner.state.snapshot()
-    learner.steps.critic(rows, eps, torch.tensor(1.0), False)
+    learner.path.critic(rows, eps, torch.tensor(1.0), False)
     assert torch.equal(learner.state.target_params, before["target.params"])
 
 
@@ -97,7 +97,7 @@ def test_actor_step_touches_only_actor_and_temperature():
     learner = tiny_learner()
     rows, eps = _rows_and_noise(learner)
     before = learner.state.snapshot()
-    learner.steps.actor(rows, eps)
+    learner.path.actor(rows, eps)
     after = learner.state.tensors()
     assert changed(before, after) == {
         "actor.params",
