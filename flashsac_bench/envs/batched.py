@@ -137,7 +137,10 @@ class BatchedMujoco:
         self._nsub = nsub
         self._raw = raw
         self._next_env = itertools.count()
-        futures = [self._pool.submit(self._work) for _ in range(self.num_threads - 1)]
+        pool = self._pool  # None with one thread: the calling thread does all the work
+        futures = (
+            [] if pool is None else [pool.submit(self._work) for _ in range(self.num_threads - 1)]
+        )
         self._work()
         for f in futures:
             f.result()
@@ -152,7 +155,7 @@ class BatchedMujoco:
         self.sensordata[i] = d.sensordata
 
     def set_gain_scales(
-        self, ids: Sequence[int], kp_scale: np.ndarray, kd_scale: np.ndarray
+        self, ids: Sequence[int] | np.ndarray, kp_scale: np.ndarray, kd_scale: np.ndarray
     ) -> None:
         for i, kp, kd in zip(ids, kp_scale, kd_scale, strict=True):
             m = self.models[i]
@@ -162,7 +165,9 @@ class BatchedMujoco:
             self.kp_scale[i] = kp
             self.kd_scale[i] = kd
 
-    def reset_envs(self, ids: Sequence[int], qpos: np.ndarray, qvel: np.ndarray) -> None:
+    def reset_envs(
+        self, ids: Sequence[int] | np.ndarray, qpos: np.ndarray, qvel: np.ndarray
+    ) -> None:
         """Fresh MjData state (time 0, no warm start) at the given qpos/qvel."""
         for i, q, v in zip(ids, qpos, qvel, strict=True):
             m, d = self.models[i], self.datas[i]

@@ -249,7 +249,7 @@ def check_physics(model: mujoco.MjModel, where: str = "the model") -> None:
     for array, limited, obj, what in _LIMITED_RANGES:
         values = np.asarray(getattr(model, array), dtype=np.float64)
         on = np.asarray(getattr(model, limited)).astype(bool)
-        for i in np.flatnonzero(on):
+        for i in map(int, np.flatnonzero(on)):
             lo, hi = values[i]
             if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
                 kind = obj.name.removeprefix("mjOBJ_").lower()

@@ -225,7 +225,8 @@ class ProcessShards:
                 proc.start()
                 child_end.close()
                 self._workers.append(_Worker(k, lo, hi, proc, parent_end))
-                self._pids.append(int(proc.pid))
+                assert proc.pid is not None  # started
+                self._pids.append(proc.pid)
             _OPEN.add(self)
             self._unread.append(("start", start_timeout_s, time.monotonic() + start_timeout_s))
             if wait_for_start:
@@ -316,7 +317,8 @@ class ProcessShards:
                     f"{w.name} sent no reply to {what!r} within {timeout_s:.0f} s (hung?)",
                 )
             for conn in ready:
-                w = waiting.pop(conn)  # type: ignore[arg-type]
+                assert isinstance(conn, mpc.Connection)  # wait() returns what it was given
+                w = waiting.pop(conn)
                 try:
                     status, value, *done = conn.recv()  # ok replies to commands: + done time
                 except (EOFError, OSError):

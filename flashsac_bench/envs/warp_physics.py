@@ -58,7 +58,6 @@ def import_warp() -> tuple[Any, Any]:
             f"backend=mjwarp needs the [mjwarp] extra ({err.name} is not installed): {INSTALL_HINT}"
         ) from None
     # Warp logs every kernel module it loads at INFO: only its warnings and errors are kept.
-    warp.config.quiet = True
     warp.config.log_level = warp.LOG_WARNING
     return warp, mujoco_warp
 

@@ -19,6 +19,9 @@ from flashsac_bench.learner.networks import NetSpec, NormConfig, actor_policy
 class DeterministicActor(torch.nn.Module):
     """obs [B, obs_dim] float32 -> tanh(mean) [B, action_dim] in [-1, 1]."""
 
+    actor_params: torch.Tensor  # registered buffers (below)
+    actor_bn_stats: torch.Tensor
+
     def __init__(
         self,
         spec: NetSpec,

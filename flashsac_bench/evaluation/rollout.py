@@ -92,7 +92,7 @@ def rollout(
     done_list: list[dict[str, Any]] = []
     obs = env.reset()[0]
     recording = record is not None and record_steps > 0
-    frames = [record()] if recording else []
+    frames = [record()] if record is not None and recording else []
     steps = 0
     while (quota > 0).any():
         if steps >= limit:
@@ -107,13 +107,13 @@ def rollout(
         steps_in += 1
         finished = np.asarray(out.terminated) | np.asarray(out.truncated)
         if recording:
-            if finished[record_env] or len(frames) >= record_steps:
+            if finished[record_env] or len(frames) >= record_steps or record is None:
                 recording = False
             else:
                 frames.append(record())
         for i in np.flatnonzero(finished):
             if quota[i] > 0:
-                done_list.append(_episode_record(i, out, sums, int(steps_in[i])))
+                done_list.append(_episode_record(int(i), out, sums, int(steps_in[i])))
                 quota[i] -= 1
             for value in sums.values():
                 value[i] = 0.0

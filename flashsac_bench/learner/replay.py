@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import torch
 
@@ -121,11 +122,11 @@ class ReplayRing:
             "count": self.count,
         }
 
-    def load_state_dict(self, state: dict[str, object]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         storage = state["storage"]
         assert isinstance(storage, torch.Tensor)
-        self.count = int(state["count"])  # type: ignore[arg-type]
-        self.cursor = int(state["cursor"])  # type: ignore[arg-type]
+        self.count = int(state["count"])
+        self.cursor = int(state["cursor"])
         self.storage[: self.count].copy_(storage)
         self.size.fill_(self.count)
         self.cursor_t.fill_(self.cursor)

@@ -70,6 +70,7 @@ def step(
     may otherwise compute a value it inlined lazily (a metric that reads a bias, say) after
     the op has overwritten what it reads."""
     params, grad, exp_avg, exp_avg_sq, target, step_size, bc2_sqrt, ok = tensors
+    assert params is not None and exp_avg is not None and exp_avg_sq is not None  # only target
     if out is None:
         fresh = torch.empty_like
         out = (
@@ -136,6 +137,7 @@ def adam_project_(
     factor = torch.where(numer > 0, numer / norm, 1.0)
     new = new * factor[row_of]
     if out_target is not None:
+        assert target is not None  # out_target is the target's next value
         out_target.copy_(torch.where(ok, torch.lerp(target, new, tau), target))
     out_params.copy_(torch.where(ok, new, params))
     out_exp_avg.copy_(torch.where(ok, m, exp_avg))
