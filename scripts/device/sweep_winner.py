@@ -1,5 +1,6 @@
 """The sweep's winner as Hydra overrides: of the runs that reached the walking thresholds, the
-one with the shortest time since start (ties: fewer iterations). Prints the overrides on one
+one with the fewest loop seconds to walk (since start less the run's setup: a point's first run
+pays a cold compile that a warm cache does not; ties: fewer iterations). Prints the overrides on one
 line (nothing, exit 1, where no run walked), for `warp_loop.sh walk DEADLINE $(cat FILE)`.
 
     python3 scripts/device/sweep_winner.py RUN_DIR [RUN_DIR ...]
@@ -31,15 +32,15 @@ def main(argv: list[str]) -> int:
         run = load_run(d)
         r = walk_record(run)
         if r.get("reached"):
-            walked.append((r["since_start_s"], r["iteration"], run))
+            walked.append((r["since_start_s"] - r["setup_s"], r["iteration"], run))
     if not walked:
         print("sweep_winner: no run reached the walking thresholds", file=sys.stderr)
         return 1
-    since, iteration, run = min(walked, key=lambda w: (w[0], w[1]))
+    loop_s, iteration, run = min(walked, key=lambda w: (w[0], w[1]))
     config = run.summary["config"]
     print(" ".join(f"{g}.{k}={config[g][k]}" for g, k in KEYS))
     name = run.run_dir.name
-    print(f"sweep_winner: {name} ({since:.1f} s, iteration {iteration})", file=sys.stderr)
+    print(f"sweep_winner: {name} ({loop_s:.1f} loop s, iteration {iteration})", file=sys.stderr)
     return 0
 
 

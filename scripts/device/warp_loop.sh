@@ -16,7 +16,9 @@
 #       ~1.5 min a run (the run to the walking thresholds or LIMIT s, a cold compile where it is
 #       the first run of its batch, then its final checkpoint): POINTS of the sweep's points
 #       from number FROM in priority order (below), each seed, no evaluation; the table of
-#       scripts/walk_utd.py (walk_utd.tgz holds every run's summary and log)
+#       scripts/walk_utd.py (walk_utd.tgz holds every run's summary and log); EVAL=end
+#       evaluates each point's policy in CPU MuJoCo too (a point's run then counts as a seed
+#       of the preset it becomes)
 #   SEEDS="1 2 3 4 5" LIMIT=60 bash scripts/device/warp_loop.sh walk [deadline]
 #       ~1.2 min a seed, then the evaluations together (~1 min): +experiment=g1_walk_warp per
 #       seed to the walking thresholds or LIMIT s, each policy evaluated in CPU MuJoCo (16
@@ -86,7 +88,8 @@ sweep)
     for s in ${SEEDS:-1}; do PLAN+="$ups:$s:$LIMIT:$envs::$extra "; done
   done
   echo "sweep plan: $PLAN"
-  EXPERIMENT=g1_walk_warp EVAL=0 bash scripts/device/walk_utd.sh $(left) "$PLAN" "$@"
+  EXPERIMENT=g1_walk_warp EVAL=${EVAL:-0} EVAL_ARGS="render=false ${EVAL_ARGS:-}" \
+    bash scripts/device/walk_utd.sh $(left) "$PLAN" "$@"
   ;;
 walk)
   LIMIT=${LIMIT:-60}; PLAN=""
