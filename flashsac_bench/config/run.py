@@ -41,18 +41,13 @@ class RunConfig:
     seed: int = ranged(1, low=0, high=MAX_SEED)
     num_envs: int = ranged(1024, low=1, high=MAX_NUM_ENVS)
     iterations: int = ranged(1000, low=1, high=MAX_ITERATIONS)
-    # Summaries use the last `summary_last` timed iterations (after `skip_first`).
+    # Summaries use the last `summary_last` timed (learning) iterations.
     summary_last: int = ranged(500, low=1, high=MAX_ITERATIONS)
-    skip_first: int = ranged(0, low=0, high=MAX_ITERATIONS)
-    # Write a checkpoint every N iterations (0: only at the end and on interruption).
+    # Write a checkpoint every N iterations (0: only at the end and on interruption). A
+    # periodic one is written by a background thread while training goes on (runner.run_dir:
+    # the replay ring makes it large, an inline write would stall the loop); the final one
+    # inline.
     checkpoint_every: int = ranged(0, low=0, high=MAX_ITERATIONS)
-    # Periodic checkpoints: the snapshot is taken between iterations, and a background thread
-    # serializes and fsyncs it while training goes on (the replay ring makes it large, so an
-    # inline write would stall the loop). The next checkpoint and the run's end wait for it; the
-    # final checkpoint is always written inline. It keeps one host buffer of the ring's size
-    # for the run (a checkpoint needs that much memory anyway, while written).
-    # False: every checkpoint inline.
-    background_checkpoints: bool = True
     # Path of a checkpoint to continue from.
     resume: str | None = None
     # "auto": a live Rich line on a terminal, plain log lines otherwise; "rich"; "plain".
@@ -65,17 +60,8 @@ class RunConfig:
     # End the run (complete, `stopped_by` says why) at the first logged window in which the
     # walking thresholds above are met: time-to-walk runs need nothing after that point.
     stop_at_walk: bool = False
-    # CUDA: capture the per-iteration act and store steps as small CUDA graphs (every path;
-    # see runner.device_steps). Ignored on the CPU.
-    capture_device_steps: bool = True
 
     def __post_init__(self) -> None:
         require_bounded(self, "run.")
-        if self.skip_first >= self.iterations:
-            raise ConfigError(
-                f"run.skip_first={self.skip_first} skips all run.iterations={self.iterations}: "
-                "summary.json's statistics would have no rows; pass run.skip_first < "
-                "run.iterations"
-            )
         if self.progress not in ("auto", "rich", "plain"):
             raise ConfigError(f"run.progress must be auto, rich or plain, got {self.progress!r}")

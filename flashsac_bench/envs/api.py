@@ -186,6 +186,10 @@ class DeviceVecEnv(ABC):
     critic_obs_dim: int
     action_dim: int
     max_episode_steps: int
+    # An env that builds itself on a thread beside the caller's setup says how long that build
+    # took once it is done (by the first `reset`; summary.json's setup_beside); None: no such
+    # build.
+    background_build_s: float | None = None
 
     @property
     @abstractmethod

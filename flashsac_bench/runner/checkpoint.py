@@ -16,7 +16,7 @@ it holds is tried on a probe batch before it is used (runner.checkpoint_probe).
 A learner-only checkpoint (`kind: learner_only`, written by `python -m flashsac_bench.convert`
 from a unilab-rl checkpoint, which has no replay or env state) holds the learner state and the
 config but `replay`, `env` and `staging` are None; a run resumed from it refills its replay
-first (runner.lifecycle.restore).
+first (runner.run_dir.RunDir.restore).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from flashsac_bench.envs.api import EnvStep, VecEnv
 from flashsac_bench.envs.host_stats import array_mean
@@ -83,7 +84,8 @@ class Staging:
         self.actions = self.actions_t.numpy()
         self.critic_obs = np.zeros((num_envs, layout.critic_obs_dim), dtype=np.float32)
 
-    def set_current(self, obs: np.ndarray, critic_obs: np.ndarray, dones: np.ndarray) -> None:
+    def set_current(self, obs: ArrayLike, critic_obs: ArrayLike, dones: ArrayLike) -> None:
+        """The obs and dones the learner acts on next (an env's reset, a checkpoint's)."""
         self.obs[:] = obs
         self.critic_obs[:] = critic_obs
         self.dones[:] = dones
@@ -208,7 +210,7 @@ class Collector:
             want_metrics, released = req
             start_ms = (time.perf_counter() - released) * 1e3
             try:
-                result: TickResult | _Failure = pack(self.env, self.staging, want_metrics)
+                result = pack(self.env, self.staging, want_metrics)
             except BaseException as err:  # noqa: BLE001 - reported to the main thread
                 self._results.put(_Failure(err))
                 return
@@ -256,6 +258,11 @@ class Collector:
     @property
     def mode(self) -> str:
         """How the env steps, for summary.json (a device env's collector says its own)."""
+        return "collector_thread"
+
+    @property
+    def overlap(self) -> str:
+        """What runs the tick beside the update, for summary.json: this thread."""
         return "collector_thread"
 
     def stop(self) -> None:

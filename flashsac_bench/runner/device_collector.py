@@ -16,9 +16,9 @@ MuJoCo Warp backend). The loop drives both alike (submit, then wait; runner.loop
 The slab then goes to the replay ring by the store step (runner.device_steps), after the update,
 so the update sees the ring as in the threaded loop: every tick before this one. On CUDA the
 env's step replays CUDA graphs (DeviceVecEnv.capture) and the two packing steps are small graphs
-of their own (run.capture_device_steps); env_step_ms / collector_cycle_ms are then device time
-measured by CUDA events in the tick's lane. On a CPU device everything runs as ordinary calls,
-timed by the clock.
+of their own (a capture that fails warns and runs them eagerly); env_step_ms /
+collector_cycle_ms are then device time measured by CUDA events in the tick's lane. On a CPU
+device everything runs as ordinary calls, timed by the clock.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ class DeviceCollector:
         return result
 
     # ------------------------------------------------------------------ setup and the end
-    def start(self, capture: bool) -> None:
+    def start(self, capture: bool = True) -> None:
         """Run one tick's packing untimed (the stats' sizes; torch's lazy state) and, on CUDA
         with `capture`, record the env's step and the two packing steps as CUDA graphs. The
         env and staging are left as they were."""

@@ -2,17 +2,18 @@
 
   act:    observations (host) -> exploration actions (host)
   store:  packed transitions (host) -> replay ring, reward statistics
-  update: the learner's update cycle + an async copy of its metrics to the host, timed; the
-          time and the metrics are read one iteration late (`late_values`), once the next act
-          has synchronized past them
+  update: the learner's update cycle (`with steps.timed_update(): learner.update()`) + an
+          async copy of its metrics to the host, timed; the time and the metrics are read one
+          iteration late (`late_values`), once the next act has synchronized past them
 
 Act and store are not part of the update cycle, but they sit on the iteration's serial path
 (the env step needs the actions; the next act needs the ring and statistics), so their host
 cost adds directly to iter_ms. On CUDA each is therefore captured once as its own small CUDA
-graph (`run.capture_device_steps`, every path, so that the paths differ only in how the update
-cycle runs); per iteration the host then issues three copies and one replay to act and one copy
-and one replay to store. The graphs run the same kernels as the eager calls, bit for bit. Host
-<-> device copies stay outside the graphs, from and into the pinned staging buffers.
+graph (on every path, so that the paths differ only in how the update cycle runs; a capture
+that fails warns and runs them eagerly); per iteration the host then issues three copies and
+one replay to act and one copy and one replay to store. The graphs run the same kernels as the
+eager calls, bit for bit. Host <-> device copies stay outside the graphs, from and into the
+pinned staging buffers.
 
 With a device env (runner.device_collector) the staging buffers are already on the learner's
 device: the steps read and write them in place, with no copies, and the act step's
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 
@@ -38,7 +40,7 @@ log = logging.getLogger(__name__)
 
 class DeviceSteps:
     def __init__(
-        self, learner: FlashSACLearner, staging: Staging | DeviceStaging, capture: bool
+        self, learner: FlashSACLearner, staging: Staging | DeviceStaging, capture: bool = True
     ) -> None:
         self.learner, self.staging = learner, staging
         self.cuda = learner.device.type == "cuda"
@@ -112,12 +114,19 @@ class DeviceSteps:
         else:
             self._store_rows(host_slab)
 
-    def update(self) -> None:
-        """Launch the update cycle and the copy of its metrics (see `late_values`)."""
+    @contextmanager
+    def timed_update(self) -> Iterator[None]:
+        """Around the learner's update: time it (CUDA events, or the host clock on the CPU) and
+        launch the copy of its metrics (see `late_values`)."""
         self.timer.start()
-        self.learner.update()
+        yield
         self.metrics_host.copy_(self.learner.metrics_tensor(), non_blocking=True)
         self.timer.stop()
+
+    def update(self) -> None:
+        """Launch the update cycle, timed, and the copy of its metrics."""
+        with self.timed_update():
+            self.learner.update()
 
     def late_values(self) -> tuple[float | None, dict[str, float]]:
         """The last update's learner_train_ms and metrics; call after the next `act`."""

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.envs.api import VecEnv, check_env
+from flashsac_bench.envs.api import DeviceVecEnv, VecEnv, check_env
 
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig
@@ -27,8 +27,9 @@ log = logging.getLogger("flashsac_bench.runner")
 
 ENV_FACTORY_VAR = "FLASHSAC_BENCH_ENV_FACTORY"
 
-# (task config, backend config, num_envs, seed) -> the envs.
-EnvFactory = Callable[["TaskConfig", "BackendConfig", int, int], VecEnv]
+# (task config, backend config, num_envs, seed) -> the envs (on the host or on the learner's
+# device: the runner picks the collection by the contract the env implements).
+EnvFactory = Callable[["TaskConfig", "BackendConfig", int, int], VecEnv | DeviceVecEnv]
 
 
 class EnvFactoryError(ConfigError):
@@ -48,7 +49,7 @@ def resolve_env_factory(override: EnvFactory | None = None) -> EnvFactory:
 
 def build_env(
     override: EnvFactory | None, task: TaskConfig, backend: BackendConfig, num_envs: int, seed: int
-) -> VecEnv:
+) -> VecEnv | DeviceVecEnv:
     env = resolve_env_factory(override)(task, backend, num_envs, seed)
     try:
         check_env(env)

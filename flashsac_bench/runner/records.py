@@ -1,14 +1,16 @@
 """What a run records: one row per iteration, the episode windows, the logged scalars, the
 progress line, and summary.json made of them together with the run's description and status.
 
-Iteration k's row is built during iteration k+1, while the envs step (`defer`, then
-`record_deferred`): off the serial path, and complete at once, since a learning iteration's
-learner time and losses are read after the next action hand-off has synchronized past them (see
-runner.loop). A checkpoint, the loop's end and a failure record the waiting row first.
+Iteration k's row is built during iteration k+1, while the envs step (`keep` iteration k's
+IterationRecord, then `log` builds its row): off the serial path, and complete at once, since a
+learning iteration's learner time and losses are read after the next action hand-off has
+synchronized past them (see runner.loop). A checkpoint, the loop's end and a failure build the
+pending row first.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -34,50 +36,59 @@ from flashsac_bench.runner.summary import (
     write_json,
 )
 
+log = logging.getLogger("flashsac_bench.runner")
+
 # Finished episodes the running return / length means are taken over (UniLab uses 100).
 EPISODE_WINDOW = 100
 
-
-def reads_env_metrics(iteration: int, log_every: int, iterations: int) -> bool:
-    """Whether iteration's tick reads the env's metrics: it ends a log window or the run."""
-    return (iteration + 1) % log_every == 0 or iteration == iterations - 1
+# An update's learner time (ms) and metrics, read one iteration late (DeviceSteps.late_values).
+LearnerValues = tuple[float | None, dict[str, float] | None]
 
 
-@dataclass(frozen=True)
-class IterationMarks:
-    """time.perf_counter() at the steps of one iteration (numbered as in runner.loop)."""
+@dataclass(kw_only=True)
+class IterationTimes:
+    """time.perf_counter() at the steps of one iteration, set by runner.loop as it passes them."""
 
-    start: float
-    acted: float  # 1. the actions are on the host
-    released: float  # 2. the collector is about to be released
-    update_start: float  # 3. the envs step: the update launches
-    update_end: float  # the update is launched (its GPU time is LearnerTimer's)
-    joined: float  # 4. the collector's tick is back
-    stored: float  # the tick is stored: the iteration's serial part ends
+    start: float = field(default_factory=time.perf_counter)
+    acted: float = 0.0  # act: the actions are on the host
+    released: float = 0.0  # collect: the collector is about to be released
+    update_start: float = 0.0  # update: the envs step, the update launches
+    update_end: float = 0.0  # the update is launched (its device time is the learner timer's)
+    joined: float = 0.0  # store: the collector's tick is back
+    stored: float = 0.0  # the tick is stored: the iteration's serial part ends
 
 
-@dataclass(frozen=True)
-class DeferredRow:
+@dataclass(frozen=True, kw_only=True)
+class IterationRecord:
     """What iteration k's row is built from, during iteration k+1."""
 
     iteration: int
-    learning: bool
+    learning: bool  # the learner updated (else random actions, or a refill after a resume)
     tick: TickResult
-    marks: IterationMarks
-    insert_ms: float
-    replay_rows: int
+    times: IterationTimes
+    replay_rows: int  # rows in the ring once the tick is stored
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class UpdateSkips:
+    """A learning iteration's updates that the learner's finite guard skipped."""
+
+    iteration: int
+    critic: float
+    actor: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class Window:
-    """A logged window as TensorBoard gets it: its last row, and its means (Reward/<term> over
-    the window's ticks, Env/<metric> from its last tick); with its rows and how many of its
-    ticks were dead (`dead_tick`), for runner.stopping."""
+    """A logged window, as runner.stopping judges it."""
 
-    last_row: dict[str, Any]
-    means: dict[str, float]
-    rows: tuple[dict[str, Any], ...] = ()
-    dead_ticks: int = 0
+    first_iteration: int
+    last_iteration: int
+    ticks: int  # rows (iterations) in the window
+    dead_ticks: int  # ticks in which every env's step was a broken row (`dead_tick`)
+    episode_length_mean: float | None  # of the last 100 episodes, at the window's end
+    reward_means: dict[str, float]  # each reward term (task name) over the window's ticks
+    skips: tuple[UpdateSkips, ...]  # its learning iterations' skipped updates
 
 
 def dead_tick(tick: TickResult, num_envs: int) -> bool:
@@ -116,7 +127,7 @@ class RunInfo:
 
 @dataclass
 class RunState:
-    """Where the run stands (runner.lifecycle decides the final status)."""
+    """Where the run stands (runner.run_dir decides the final status)."""
 
     status: str = "starting"
     reason: str | None = None
@@ -136,7 +147,7 @@ class Records:
         self.rows_all: list[dict[str, Any]] = []
         self.returns: deque[float] = deque(maxlen=EPISODE_WINDOW)
         self.lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
-        self.deferred: DeferredRow | None = None  # the last iteration, its row not built yet
+        self.pending: IterationRecord | None = None  # the last iteration, its row not built yet
         self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_logger
         # The logger state of the checkpoint this run continues (its W&B run id).
         self.logger_saved: dict[str, Any] | None = None
@@ -149,6 +160,24 @@ class Records:
         self._window_terms: list[dict[str, float]] = []
         self._window_dead = 0  # dead ticks (dead_tick) in the window
         self._env_metrics: dict[str, float] = {}
+
+    def report_start(self, threshold: int) -> None:
+        """The run's opening log line (once its parts are built)."""
+        c, info, tc = self.cfg, self.info, self.info.training_config
+        log.info(
+            "flashsac_bench: %s %s on %s (%s), %d envs, batch %d, %d iterations; "
+            "learning starts at %d replay rows; cold start %.2f s; run dir %s",
+            c.update.name,
+            tc["executor"],
+            info.device.get("gpu", info.device["device"]),
+            tc["dtype"],
+            c.run.num_envs,
+            c.replay.batch_size,
+            c.run.iterations,
+            threshold,
+            info.startup["cold_start_s"],
+            self.run_dir,
+        )
 
     def open_logger(self) -> None:
         """The run's logger (config group `logger`), continuing a resumed run's W&B run."""
@@ -172,37 +201,46 @@ class Records:
         if tick.env_metrics is not None:
             self._env_metrics = tick.env_metrics
 
-    def defer(self, deferred: DeferredRow) -> None:
-        """Iteration k is done; its row is built later by `record_deferred`."""
-        assert self.deferred is None, "the previous iteration's row was never recorded"
-        self.deferred = deferred
+    def wants_env_metrics(self, iteration: int) -> bool:
+        """Whether iteration's tick reads the env's metrics: it ends a log window or the run."""
+        run = self.cfg.run
+        return (iteration + 1) % run.log_every == 0 or iteration == run.iterations - 1
 
-    def record_deferred(
-        self,
-        late: tuple[float | None, dict[str, float] | None] | None,
-        progress: Progress | None,
-    ) -> None:
-        """Build, keep and show the deferred iteration's row. `late`: its update's learner time
-        and metrics (a learning iteration; None where they cannot be read, as after a failure)."""
-        d, self.deferred = self.deferred, None
+    def keep(self, record: IterationRecord) -> None:
+        """Iteration k is done; its row is built later (`log`, `build_row`)."""
+        assert self.pending is None, "the previous iteration's row was never built"
+        self.pending = record
+
+    def log(self, values: LearnerValues | None, progress: Progress | None) -> Window | None:
+        """Build the pending row (`build_row`) and, once a window is full, write its logged
+        point: the window written, if any. The loop calls it while the envs step, off the
+        serial path (it writes a few dozen scalars)."""
+        self.build_row(values, progress)
+        if len(self._window) >= self.cfg.run.log_every:
+            return self.flush_window()
+        return None
+
+    def build_row(self, values: LearnerValues | None, progress: Progress | None) -> None:
+        """Build, keep and show the pending iteration's row. `values`: its update's learner
+        time and metrics (a learning iteration; None where they cannot be read, as after a
+        failure)."""
+        d, self.pending = self.pending, None
         if d is None:
             return
         t = time.perf_counter()
         self.add_tick(d.tick)
-        row = self.row(d, late)
+        row = self.row(d, values)
         self.rows_all.append(row)
         self._window.append(row)
         if progress is not None:
             self.show(d.tick, progress, row)
         row["bookkeeping_ms"] = (time.perf_counter() - t) * 1e3  # set last: it covers show, too
 
-    def row(
-        self, d: DeferredRow, late: tuple[float | None, dict[str, float] | None] | None
-    ) -> dict[str, Any]:
-        """Iteration k's row (bookkeeping_ms is filled in by record_deferred)."""
+    def row(self, d: IterationRecord, values: LearnerValues | None) -> dict[str, Any]:
+        """Iteration k's row (bookkeeping_ms is filled in by build_row)."""
         ms = 1e3
-        tick, marks = d.tick, d.marks
-        learner_ms, metrics = late if d.learning and late is not None else (None, None)
+        tick, marks = d.tick, d.times
+        learner_ms, metrics = values if d.learning and values is not None else (None, None)
         row: dict[str, Any] = {
             "iteration": d.iteration,
             "env_steps": (d.iteration + 1) * self.num_envs,
@@ -221,7 +259,7 @@ class Records:
             # from the tick complete (and the update launched) to the main thread going on
             "join_ms": (marks.joined - max(tick.end, marks.update_end)) * ms,
             "straggler_ms": tick.straggler_ms,
-            "insert_ms": d.insert_ms,
+            "insert_ms": (marks.stored - marks.joined) * ms,
             "bookkeeping_ms": None,
             "replay_rows": d.replay_rows,
             "reward_mean": tick.reward_mean,
@@ -234,13 +272,6 @@ class Records:
         return row
 
     # ------------------------------------------------------------------ progress, TensorBoard
-    def flush_due(self) -> Window | None:
-        """The window's TensorBoard point once it is full; the window written, if any. The loop
-        calls it while the envs step, off the serial path (it writes a few dozen scalars)."""
-        if len(self._window) >= self.cfg.run.log_every:
-            return self.flush_window()
-        return None
-
     def show(self, tick: TickResult, progress: Progress, row: dict[str, Any]) -> None:
         """The progress line."""
         log_every = self.cfg.run.log_every
@@ -265,18 +296,33 @@ class Records:
         )
 
     def flush_window(self) -> Window | None:
-        """Write the window's TensorBoard point (if it has rows) and start the next window."""
-        if not self._window:
+        """Write the window's logged point (if it has rows) and start the next window."""
+        rows = self._window
+        if not rows:
             return None
-        means: dict[str, float] = {}
         terms = self._window_terms
-        for name in terms[-1] if terms else {}:
-            vals = [t[name] for t in terms if name in t]
-            means[f"Reward/{name}"] = float(np.mean(vals))
-        for name, value in self._env_metrics.items():
-            means[f"Env/{name}"] = float(value)
-        window = Window(self._window[-1], means, tuple(self._window), self._window_dead)
-        self.scalars.write(self._window, means)
+        reward_means = {
+            name: float(np.mean([t[name] for t in terms if name in t]))
+            for name in (terms[-1] if terms else {})
+        }
+        means = {f"Reward/{name}": value for name, value in reward_means.items()}
+        means.update({f"Env/{name}": float(value) for name, value in self._env_metrics.items()})
+        self.scalars.write(rows, means)
+        window = Window(
+            first_iteration=rows[0]["iteration"],
+            last_iteration=rows[-1]["iteration"],
+            ticks=len(rows),
+            dead_ticks=self._window_dead,
+            episode_length_mean=rows[-1]["episode_length_mean"],
+            reward_means=reward_means,
+            skips=tuple(
+                UpdateSkips(
+                    iteration=r["iteration"], critic=r["critic_skipped"], actor=r["actor_skipped"]
+                )
+                for r in rows
+                if r["learning"] and r["critic_skipped"] is not None
+            ),
+        )
         self._window, self._window_terms, self._window_dead = [], [], 0
         return window
 
@@ -299,7 +345,7 @@ class Records:
     # ------------------------------------------------------------------ summary.json
     def summary(self) -> dict[str, Any]:
         c, info, st = self.cfg, self.info, self.state
-        rows = select_rows(self.rows_all, c.run.skip_first, c.run.summary_last)
+        rows = select_rows(self.rows_all, c.run.summary_last)
         learning = [r for r in self.rows_all if r.get("learning")]
         last_metrics = next(
             (r for r in reversed(learning) if r.get("critic_loss") is not None), None
@@ -341,7 +387,6 @@ class Records:
             "checkpoints": st.checkpoints,
             "num_samples": len(rows),
             "num_samples_all": len(self.rows_all),
-            "skip_first": c.run.skip_first,
             "summary_last": c.run.summary_last,
             "summary_first_iteration": rows[0]["iteration"] if rows else None,
             "summary_last_iteration": rows[-1]["iteration"] if rows else None,

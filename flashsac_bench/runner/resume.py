@@ -48,12 +48,10 @@ RESUME_MAY_CHANGE: dict[str, str] = {
     "run.stop_at_walk": "whether the continued run ends once the walking thresholds are met",
     "run.resume": "where to continue from",
     "run.checkpoint_every": "checkpoint cadence",
-    "run.background_checkpoints": "periodic checkpoints written inline or by a background thread",
     "run.log_every": "logging / TensorBoard cadence",
     "run.progress": "progress display",
     "logger.name": "where the scalars go: TensorBoard, W&B or nowhere",
     "run.summary_last": "which rows summary.json's statistics use",
-    "run.skip_first": "which rows summary.json's statistics use",
     # Every env computes the same numbers in any layout (per-env random streams, row-wise math:
     # tests/envs/test_g1_sharded.py), and its checkpointed state is per env in env order.
     "backend.mode": "where the envs run: worker processes or the in-process thread pool",

@@ -1,9 +1,10 @@
-"""The parts a run builds before its first iteration, each timed into summary.json's `startup`:
-the learner (built, then compiled / captured: the cold start), the act / store steps, and the
-collection that fits the env: a collector thread with host staging for a VecEnv (MuJoCo on the
-CPU), or the device collector with staging on the learner's device for a DeviceVecEnv (MuJoCo
-Warp). Whatever holds CUDA graphs is released by `closing` at the run's end, not whenever the
-garbage collector finds it (learner/graphs.py: a late release would break a later run's graphs).
+"""Everything a run builds before its first iteration (`build_parts`), each part timed into
+summary.json's `startup`: the envs, the learner (built, then compiled / captured: the cold
+start), the act / store steps, and the collection that fits the env: a collector thread with
+host staging for a VecEnv (MuJoCo on the CPU), or the device collector with staging on the
+learner's device for a DeviceVecEnv (MuJoCo Warp). Whatever holds CUDA graphs is released by
+`closing` at the run's end, not whenever the garbage collector finds it (learner/graphs.py: a
+late release would break a later run's graphs).
 
 `startup`'s parts are disjoint and sum to setup_s (`other_s` is what lies between them);
 cold_start_s is the total of the compile / capture parts (learner_warmup_s,
@@ -14,22 +15,106 @@ their caches or compiling) and the caches' hits and misses.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.runner.collector import Collector, Staging
+from flashsac_bench.runner import training_config
+from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging
 from flashsac_bench.runner.device_collector import DeviceCollector, DeviceStaging
 from flashsac_bench.runner.device_steps import DeviceSteps
-from flashsac_bench.runner.env_factory import warn_oversubscription
+from flashsac_bench.runner.env_factory import EnvFactory, build_env, warn_oversubscription
 from flashsac_bench.runner.env_lane import make_lane
-from flashsac_bench.runner.lifecycle import release_quietly
+from flashsac_bench.runner.records import RunInfo
+from flashsac_bench.runner.signals import phase
+from flashsac_bench.runner.summary import device_info
+
+log = logging.getLogger("flashsac_bench.runner")
+
+# Continue from run.resume's checkpoint (runner.run_dir.RunDir.restore): called once the envs
+# are reset, before the act / store steps are captured.
+Restore = Callable[[FlashSACLearner, VecEnv | DeviceVecEnv, Staging | DeviceStaging, int], None]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What setup builds for the loop."""
+
+    env: VecEnv | DeviceVecEnv
+    learner: FlashSACLearner
+    staging: Staging | DeviceStaging
+    steps: DeviceSteps
+    collector: Collector | DeviceCollector
+
+
+def build_parts(
+    c: Config,
+    info: RunInfo,
+    closing: ExitStack,
+    *,
+    env_factory: EnvFactory | None,
+    restore: Restore,
+    collector_timeout_s: float | None = None,
+) -> Parts:
+    """The run's parts, in the order their costs overlap best (the env's workers start while
+    the learner compiles), each undone by `closing`; `info` gets what each took."""
+    startup, tc = info.startup, info.training_config
+    device = torch.device(c.hardware.resolved_device())
+    torch.set_float32_matmul_precision(c.hardware.matmul_precision)
+    if c.hardware.torch_threads > 0:
+        torch.set_num_threads(c.hardware.torch_threads)
+    cuda = device.type == "cuda"
+    built: list[Parts] = []  # the parts, once all are built (closing the env asks the collector)
+
+    # An env may return while its workers still start (the G1 env does): they build their
+    # shards while this process builds and compiles the learner; env_ready_s is the wait
+    # that is left at the first reset.
+    t = time.perf_counter()
+    phase("env build")  # what an interrupt and the progress lines name
+    env = build_env(env_factory, c.task, c.backend, c.run.num_envs, c.run.seed)
+    closing.callback(_close_env_unless_hung, env, built)
+    startup["env_build_s"] = time.perf_counter() - t
+    describe_env(env, tc, cuda)
+    dims = Dims(env.obs_dim, env.critic_obs_dim, env.action_dim)
+
+    phase("learner build")
+    learner = build_learner(c, dims, device, startup, closing)
+    tc.update(training_config.learner_fields(learner, dims))
+    info.device = device_info(device)
+
+    staging = build_staging(env, learner, c.run.num_envs)
+
+    phase("compile and capture")
+    info.compile = cold_start(learner, startup)
+    tc["executor"] = training_config.executor_name(learner)
+
+    t = time.perf_counter()
+    phase("env worker start")
+    obs, critic_obs = env.reset()
+    startup["env_ready_s"] = time.perf_counter() - t
+    if isinstance(env, DeviceVecEnv) and env.background_build_s is not None:
+        info.beside["env_build_s"] = env.background_build_s
+    staging.set_current(obs, critic_obs, np.zeros(c.run.num_envs, dtype=np.float32))
+    phase("checkpoint restore and step capture")
+    restore(learner, env, staging, training_config.learning_starts_rows(c))
+    steps = build_steps(learner, staging, startup, closing)
+    tc["device_steps"] = steps.mode
+    timeout_s = DEFAULT_TIMEOUT_S if collector_timeout_s is None else collector_timeout_s
+    collector = start_collector(env, staging, c, timeout_s, startup, closing)
+    tc["env_step"] = collector.mode
+    tc["env_overlap"] = collector.overlap
+    built.append(Parts(env, learner, staging, steps, collector))
+    return built[0]
 
 
 def build_learner(
@@ -170,8 +255,8 @@ def start_collector(
     closing: ExitStack,
 ) -> Collector | DeviceCollector:
     """The collector thread for a VecEnv; the device collector for a DeviceVecEnv, its env step
-    and packing captured as CUDA graphs when run.capture_device_steps asks (cold start), its
-    tick beside the update where backend.warp.overlap asks (runner.env_lane)."""
+    and packing captured as CUDA graphs on CUDA (cold start), its tick beside the update where
+    backend.warp.overlap asks (runner.env_lane)."""
     if isinstance(env, DeviceVecEnv):
         assert isinstance(staging, DeviceStaging)
         t = time.perf_counter()
@@ -180,7 +265,7 @@ def start_collector(
         device = DeviceCollector(env, staging, lane)
         closing.callback(release_quietly, device.release, "the device env's CUDA graphs")
         closing.callback(device.close)  # before the env closes (a tick may still run)
-        device.start(c.run.capture_device_steps)
+        device.start(capture=True)
         leave = lane.enter_loop()  # the loop's own stream, where the lane asks for one
         if leave is not None:
             closing.callback(leave)
@@ -201,16 +286,34 @@ def start_collector(
 def build_steps(
     learner: FlashSACLearner,
     staging: Staging | DeviceStaging,
-    capture: bool,
     startup: dict[str, float],
     closing: ExitStack,
 ) -> DeviceSteps:
-    """Act and store, captured as CUDA graphs now (run.capture_device_steps), so that this too
-    counts as cold start."""
+    """Act and store, captured as CUDA graphs now (on CUDA), so that this too counts as cold
+    start."""
     t = time.perf_counter()
-    steps = DeviceSteps(learner, staging, capture)
+    steps = DeviceSteps(learner, staging)
     closing.callback(release_quietly, steps.release, "the act / store CUDA graphs")
     steps.capture()
     startup["device_steps_capture_s"] = time.perf_counter() - t
     startup["cold_start_s"] += startup["device_steps_capture_s"]
     return steps
+
+
+def release_quietly(release: Callable[[], None], what: str) -> None:
+    """Release a run's CUDA graphs at its end; a failed device must not hide the run's error."""
+    try:
+        release()
+    except Exception as err:  # noqa: BLE001
+        log.warning("could not release %s: %s", what, err)
+
+
+def _close_env_unless_hung(env: VecEnv | DeviceVecEnv, built: list[Parts]) -> None:
+    """Close the env at the run's end; a hung collector thread may still be inside env.step:
+    then the env is left to the process's exit."""
+    if built and built[0].collector.hung:
+        return
+    try:
+        env.close()
+    except Exception:  # noqa: BLE001
+        log.exception("env.close() failed")

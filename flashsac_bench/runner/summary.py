@@ -102,7 +102,7 @@ TIMING_SEMANTICS = {
     ),
     "rows": (
         "learning iterations only (warmup iterations with random actions and no update are "
-        "in rows_all with learning=false), then [skip_first:][-summary_last:]"
+        "in rows_all with learning=false), the last summary_last of them"
     ),
 }
 
@@ -181,12 +181,10 @@ def git_info() -> dict[str, Any]:
     }
 
 
-def select_rows(
-    rows_all: list[dict[str, Any]], skip_first: int, summary_last: int
-) -> list[dict[str, Any]]:
-    """The rows the statistics use: learning iterations, [skip_first:][-summary_last:]."""
+def select_rows(rows_all: list[dict[str, Any]], summary_last: int) -> list[dict[str, Any]]:
+    """The rows the statistics use: the last `summary_last` learning iterations."""
     learning = [r for r in rows_all if r.get("learning")]
-    return learning[skip_first:][-summary_last:]
+    return learning[-summary_last:]
 
 
 def timing_block(rows: list[dict[str, Any]], num_envs: int) -> dict[str, Any]:

@@ -28,7 +28,7 @@ def static(c: Config) -> dict[str, Any]:
     }
     plan = asdict(c.backend.plan(c.run.num_envs))
     return {
-        **_pick(run, "iterations", "summary_last", "skip_first", "num_envs"),
+        **_pick(run, "iterations", "summary_last", "num_envs"),
         **_pick(replay, "batch_size", "replay_buffer_n"),
         "replay_capacity": c.replay_capacity,
         **_pick(replay, "learning_starts"),
@@ -51,7 +51,7 @@ def static(c: Config) -> dict[str, Any]:
         "backend": c.backend.name,
         **{f"env_{key}": value for key, value in plan.items()},
         "task": c.task.name,
-        **_pick(run, "seed", "time_limit_s", "capture_device_steps"),
+        **_pick(run, "seed", "time_limit_s"),
     }
 
 

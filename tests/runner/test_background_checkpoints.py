@@ -1,6 +1,6 @@
-"""run.background_checkpoints: a periodic checkpoint is written while training goes on, holds
-exactly its iteration's state (the same file as an inline write), and its thread always ends,
-also when the write or the run fails."""
+"""Periodic checkpoints (run.checkpoint_every) are written while training goes on, hold exactly
+their iteration's state (what a run that ends at that iteration writes inline), and the
+writer's thread always ends, also when the write or the run fails (runner.run_dir)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import torch
 
 from flashsac_bench.cli.train import train
 from flashsac_bench.runner import checkpoint as ckpt_mod
-from flashsac_bench.runner import lifecycle
+from flashsac_bench.runner import run_dir as run_dir_module
 from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint
-from flashsac_bench.runner.checkpoint_writer import THREAD_NAME, CheckpointWriter
 from flashsac_bench.runner.collector import CollectorError
+from flashsac_bench.runner.run_dir import THREAD_NAME, CheckpointWriter
 from flashsac_bench.runner.writes import DiskFullError
 from tests.fakes.fake_env import FakeEnv
 from tests.fakes.runs import read_summary, timing_free, tiny_config
@@ -61,15 +61,18 @@ def _same_payload(a: dict, b: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def inline_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("inline") / "run"
-    cfg = tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY, background_checkpoints=False)
-    train(cfg, run_dir=run, env_factory=lambda t, b, n, s: FakeEnv(n, s))
-    return run
+def inline_runs(tmp_path_factory):
+    """Runs that end at iteration 3, 6 and 9: each writes its one checkpoint inline."""
+    runs = {}
+    for k in range(EVERY, ITERATIONS + 1, EVERY):
+        runs[k] = tmp_path_factory.mktemp("inline") / f"run{k}"
+        cfg = tiny_config(iterations=k, checkpoint_every=0)
+        train(cfg, run_dir=runs[k], env_factory=lambda t, b, n, s: FakeEnv(n, s))
+    return runs
 
 
 def test_a_background_checkpoint_is_written_while_training_goes_on(
-    inline_run, tmp_path, monkeypatch
+    inline_runs, tmp_path, monkeypatch
 ):
     """Each periodic write waits until the loop has stepped the envs two more times: with an
     inline write the loop could not, and the wait would time out."""
@@ -79,7 +82,7 @@ def test_a_background_checkpoint_is_written_while_training_goes_on(
         env["e"] = _CountingEnv(num_envs, seed)
         return env["e"]
 
-    real = lifecycle.save_checkpoint
+    real = run_dir_module.save_checkpoint
     overlapped: list[int] = []
 
     def save_after_two_more_steps(path, payload):
@@ -90,22 +93,23 @@ def test_a_background_checkpoint_is_written_while_training_goes_on(
             overlapped.append(payload["iteration"] if e.stepped.wait(timeout=30) else -1)
         return real(path, payload)
 
-    monkeypatch.setattr(lifecycle, "save_checkpoint", save_after_two_more_steps)
+    monkeypatch.setattr(run_dir_module, "save_checkpoint", save_after_two_more_steps)
     run = tmp_path / "run"
     train(
         tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY), run_dir=run, env_factory=factory
     )
 
     assert overlapped == [3, 6]  # both periodic writes overlapped two later iterations
-    for k in (3, 6, 9):  # ... and hold the same state as the inline run's files
+    for k in (3, 6, 9):  # ... and hold the state of a run that ends there (written inline)
         _same_payload(
             load_checkpoint(checkpoint_path(run, k)),
-            load_checkpoint(checkpoint_path(inline_run, k)),
+            load_checkpoint(checkpoint_path(inline_runs[k], k)),
         )
+        listed = read_summary(inline_runs[k])["checkpoints"]
+        assert [(c["iteration"], c["background"]) for c in listed] == [(k, False)]
     listed = read_summary(run)["checkpoints"]
     assert [(c["iteration"], c["background"]) for c in listed] == [(3, True), (6, True), (9, False)]
     assert all(0 <= c["blocking_s"] <= c["s"] for c in listed)
-    assert [c["background"] for c in read_summary(inline_run)["checkpoints"]] == [False] * 3
     assert _writer_threads() == []
 
 
@@ -131,14 +135,14 @@ def test_a_failed_background_write_fails_the_run(tmp_path, monkeypatch):
 
 
 def test_a_run_that_fails_during_a_write_still_completes_that_checkpoint(tmp_path, monkeypatch):
-    real = lifecycle.save_checkpoint
+    real = run_dir_module.save_checkpoint
     release = threading.Event()
 
     def slow_save(path, payload):
         release.wait(timeout=30)  # the run fails meanwhile
         return real(path, payload)
 
-    monkeypatch.setattr(lifecycle, "save_checkpoint", slow_save)
+    monkeypatch.setattr(run_dir_module, "save_checkpoint", slow_save)
     failing = {"e": None}
 
     def factory(task, backend, num_envs, seed):
@@ -223,16 +227,15 @@ def test_the_full_ring_buffer_is_reserved_ahead_and_then_reused():
     assert writer.buffer_bytes == 0  # freed with the run
 
 
-def test_a_run_reserves_its_ring_buffer_only_for_background_checkpoints(tmp_path, monkeypatch):
+def test_a_run_reserves_its_ring_buffer_only_for_periodic_checkpoints(tmp_path, monkeypatch):
     shapes = []
     real = CheckpointWriter.reserve_ring
     monkeypatch.setattr(
         CheckpointWriter, "reserve_ring", lambda self, s, d: (shapes.append(s), real(self, s, d))
     )
-    cases = ((True, 3, [3, 4]), (False, 3, [3, 4]), (True, 0, [4]))
-    for i, (background, every, listed) in enumerate(cases):
-        run = tmp_path / f"run{i}"
-        cfg = tiny_config(iterations=4, checkpoint_every=every, background_checkpoints=background)
+    for every, listed in ((3, [3, 4]), (0, [4])):
+        run = tmp_path / f"run{every}"
+        cfg = tiny_config(iterations=4, checkpoint_every=every)
         train(cfg, run_dir=run, env_factory=lambda t, b, n, s: FakeEnv(n, s))
         assert [c["iteration"] for c in read_summary(run)["checkpoints"]] == listed
     assert shapes == [(8 * 16, shapes[0][1])]  # num_envs x replay_buffer_n rows, once
@@ -244,14 +247,14 @@ def test_an_interrupt_during_a_write_keeps_both_checkpoints(tmp_path, monkeypatc
     iteration, waits for that write, then writes its final checkpoint (inline)."""
     import signal
 
-    real = lifecycle.save_checkpoint
+    real = run_dir_module.save_checkpoint
 
     def slow_in_background(path, payload):
         if threading.current_thread().name == THREAD_NAME:
             time.sleep(0.5)  # still in flight when the signal arrives at tick 4
         return real(path, payload)
 
-    monkeypatch.setattr(lifecycle, "save_checkpoint", slow_in_background)
+    monkeypatch.setattr(run_dir_module, "save_checkpoint", slow_in_background)
     run = tmp_path / "run"
     with pytest.raises(SystemExit) as ended:
         train(

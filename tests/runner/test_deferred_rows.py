@@ -16,7 +16,7 @@ ITERATIONS = 10
 def test_each_row_is_built_while_the_next_tick_steps(tmp_path, monkeypatch):
     in_flight: list[int] = []  # the tick submitted and not joined yet
     built: list[tuple[int, list[int]]] = []  # (row's iteration, ticks in flight then)
-    submit, wait, record = Collector.submit, Collector.wait, Records.record_deferred
+    submit, wait, build = Collector.submit, Collector.wait, Records.build_row
 
     def spy_submit(self, tick, want_metrics):
         in_flight.append(tick)
@@ -27,14 +27,14 @@ def test_each_row_is_built_while_the_next_tick_steps(tmp_path, monkeypatch):
         in_flight.pop()
         return result
 
-    def spy_record(self, late, progress):
-        if self.deferred is not None:
-            built.append((self.deferred.iteration, list(in_flight)))
-        return record(self, late, progress)
+    def spy_build(self, values, progress):
+        if self.pending is not None:
+            built.append((self.pending.iteration, list(in_flight)))
+        return build(self, values, progress)
 
     monkeypatch.setattr(Collector, "submit", spy_submit)
     monkeypatch.setattr(Collector, "wait", spy_wait)
-    monkeypatch.setattr(Records, "record_deferred", spy_record)
+    monkeypatch.setattr(Records, "build_row", spy_build)
     cfg = tiny_config(iterations=ITERATIONS, checkpoint_every=0)
     train(cfg, run_dir=tmp_path / "run", env_factory=lambda t, b, n, s: FakeEnv(n, s))
 

@@ -70,6 +70,19 @@ def test_a_device_env_run_trains_exactly_as_its_host_run(runs):
     assert sum(r["episodes_done"] for r in rows_b) > 0
 
 
+def test_a_build_beside_the_setup_is_recorded_as_the_env_says(runs, tmp_path):
+    _, _, device, _ = runs
+    assert device["setup_beside"] == {}  # built in the caller's thread
+
+    def built_beside(task, backend, num_envs, seed):
+        env = FakeDeviceEnv(num_envs, seed)
+        env.background_build_s = 0.25  # what an env that built on a thread says (envs.api)
+        return env
+
+    beside = _run(tmp_path / "beside", built_beside, iterations=2)
+    assert beside["setup_beside"] == {"env_build_s": 0.25}
+
+
 def test_a_device_env_run_resumes_bit_for_bit(runs):
     tmp, _, device, resumed = runs
     a, c = _tensors(tmp / "device"), _tensors(tmp / "c")

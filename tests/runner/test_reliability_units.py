@@ -79,11 +79,9 @@ def test_every_other_differing_key_is_named_in_one_message():
 
 def test_a_key_the_checkpoint_predates_counts_as_its_default():
     saved = asdict(tiny_config())
-    del saved["run"]["capture_device_steps"]  # a checkpoint from before the key existed
-    assert config_differences(saved, tiny_config()) == []
-    assert config_differences(saved, tiny_config(capture_device_steps=False)) == [
-        "run.capture_device_steps (checkpoint True, now False)"
-    ]
+    del saved["run"]["seed"]  # as if written before the key existed
+    assert config_differences(saved, tiny_config()) == []  # tiny_config's seed is the default
+    assert config_differences(saved, tiny_config(seed=5)) == ["run.seed (checkpoint 1, now 5)"]
 
 
 def test_a_config_that_resolves_differently_is_refused():

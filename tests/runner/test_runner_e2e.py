@@ -30,7 +30,6 @@ TOP_KEYS = {
     "first_learning_iteration",
     "num_samples",
     "num_samples_all",
-    "skip_first",
     "summary_last",
     "summary_first_iteration",
     "summary_last_iteration",
@@ -72,7 +71,6 @@ def tiny_run(tmp_path_factory):
     args = [
         *cli_overrides(num_envs=16, iterations=30),
         "run.summary_last=20",
-        "run.skip_first=2",
         "run.log_every=5",
         f"hydra.run.dir={run_dir}",
     ]
@@ -99,7 +97,7 @@ def test_summary_has_every_key_and_consistent_counts(tiny_run):
     for r in rows_all[4:]:
         assert r["learner_train_ms"] > 0 and math.isfinite(r["critic_loss"])
         assert r["temperature"] > 0 and r["reward_scale"] > 0
-    # rows = learning rows [skip_first 2:][-summary_last 20:] = iterations 10..29
+    # rows = the last summary_last 20 learning rows = iterations 10..29
     assert [r["iteration"] for r in s["rows"]] == list(range(10, 30))
     assert s["num_samples"] == 20 and s["num_samples_all"] == 30
     assert (s["summary_first_iteration"], s["summary_last_iteration"]) == (10, 29)

@@ -43,7 +43,7 @@ def test_every_path_trains_on_cuda(tmp_path, path):
 def test_cuda_loop_has_no_hidden_host_sync(tmp_path, monkeypatch):
     """Inside the loop the only synchronization is the explicit action hand-off: any implicit
     one (.item(), a pageable copy, ...) raises under sync debug mode "error"."""
-    original = Runner._train
+    original = Runner.learn
 
     def strict(self, *args):
         torch.cuda.set_sync_debug_mode("error")
@@ -52,7 +52,7 @@ def test_cuda_loop_has_no_hidden_host_sync(tmp_path, monkeypatch):
         finally:
             torch.cuda.set_sync_debug_mode("default")
 
-    monkeypatch.setattr(Runner, "_train", strict)
+    monkeypatch.setattr(Runner, "learn", strict)
     cfg = tiny_config(num_envs=16, iterations=12, path="cudagraph", hardware=CUDA)
     train(cfg, run_dir=tmp_path, env_factory=_factory)
     assert read_summary(tmp_path)["complete"]
@@ -110,18 +110,15 @@ def test_captured_act_and_store_equal_the_eager_steps_bit_for_bit():
     assert eager_c == graph_c
 
 
-def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path):
-    """Eager act / store steps vs captured ones (async copies from the pinned slab): the same
-    training, bit for bit (final learner state and replay ring)."""
+def test_runs_with_and_without_step_graphs_compute_the_same_training(tmp_path, monkeypatch):
+    """Eager act / store steps (their capture skipped) vs captured ones (async copies from the
+    pinned slab): the same training, bit for bit (final learner state and replay ring)."""
     final = {}
+    capture_steps = DeviceSteps.capture
     for capture in (False, True):
-        cfg = tiny_config(
-            num_envs=16,
-            iterations=14,
-            path="cudagraph",
-            hardware=CUDA,
-            capture_device_steps=capture,
-        )
+        cfg = tiny_config(num_envs=16, iterations=14, path="cudagraph", hardware=CUDA)
+        skipped = (lambda self: None) if not capture else capture_steps
+        monkeypatch.setattr(DeviceSteps, "capture", skipped)
         train(cfg, run_dir=tmp_path / str(capture), env_factory=_factory)
         s = read_summary(tmp_path / str(capture))
         assert s["training_config"]["device_steps"] == ("cuda_graphs" if capture else "eager")

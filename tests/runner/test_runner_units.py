@@ -49,11 +49,11 @@ def test_overlap_efficiency():
     assert overlap_efficiency(med(None), med(10.0), med(10.5)) is None
 
 
-def test_select_rows_skips_warmup_then_first_then_keeps_last():
+def test_select_rows_skips_warmup_then_keeps_last():
     rows = [{"iteration": k, "learning": k >= 3} for k in range(20)]
-    picked = select_rows(rows, skip_first=2, summary_last=10)
+    picked = select_rows(rows, summary_last=10)
     assert [r["iteration"] for r in picked] == list(range(10, 20))
-    assert [r["iteration"] for r in select_rows(rows, 0, 100)] == list(range(3, 20))
+    assert [r["iteration"] for r in select_rows(rows, 100)] == list(range(3, 20))
 
 
 def test_pack_tick_stores_true_final_obs_and_previous_obs():

@@ -1,6 +1,6 @@
 """run.stop_at_walk: the run ends, complete, at the first logged window that meets the walking
-thresholds, judged as the learning analysis judges them (the window's last row's episode length,
-its Reward/tracking_lin_vel mean over weight * ctrl_dt)."""
+thresholds, judged as the learning analysis judges them (the mean episode length at the window's
+end, its tracking_lin_vel reward mean over weight * ctrl_dt)."""
 
 from __future__ import annotations
 
