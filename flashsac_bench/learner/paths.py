@@ -279,7 +279,7 @@ def build(
     )
     if cfg.name == "compile":
         return steps, CompilePath(cycle, s, device, graph_trees)
-    return steps, CapturedPath(cycle, s, device, cfg.fallback_to_compile)
+    return steps, CapturedPath(cycle, s, device, fallback=True)
 
 
 def mark_static_inputs(st: UpdateStatics, s: LearnerState) -> None:

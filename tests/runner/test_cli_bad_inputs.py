@@ -42,7 +42,7 @@ CASES = [
     Case("resume_nothing_to_do", ["run.resume={ckpt}", "run.iterations=5"],
          ["iteration 10", "run.iterations=N with N > 10"]),
     Case("resume_other_update", ["run.resume={ckpt}", "update=u8", "run.iterations=20"],
-         ["update.name (checkpoint 'u2', now 'u8')", "update.updates_per_step"]),
+         ["update.updates_per_step (checkpoint 2, now 8)"]),
     # composition errors
     Case("unknown_key", ["update.no_such_key=1"], ["update.no_such_key"]),
     Case("wrong_type", ["update.updates_per_step=abc"], ["update.updates_per_step", "abc"]),
