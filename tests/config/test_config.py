@@ -85,7 +85,7 @@ def test_learner_defaults_are_unilab_g1_owner_values():
             ["replay.batch_size=5000", "run.num_envs=4", "replay.replay_buffer_n=10"],
             "larger than the replay capacity 40",
         ),
-        (["hardware.dtype=float16"], "float16 is refused"),
+        (["hardware.dtype=float16"], r"hardware.dtype must be one of \('auto', 'float32', 'bf"),
         (["learner.v_min=5", "learner.v_max=-5"], "must be < v_max"),
         (["path.name=fastest"], "path.name must be one of"),
         (

@@ -53,7 +53,7 @@ def test_the_walk_sees_the_fields_of_the_findings():
     keys = {k for k, _ in CONFIG_FLOATS}
     for key in ("learner.lr_peak", "learner.adam_eps", "learner.reward_g_max", "task.ctrl_dt",
                 "task.rewards.alive", "task.pose_weights", "task.action_scale",
-                "learner.target_entropy", "run.time_limit_s"):  # fmt: skip
+                "learner.temp_target_sigma", "run.time_limit_s"):  # fmt: skip
         assert key in keys, key
     assert len(CONFIG_FLOATS) > 50
 
