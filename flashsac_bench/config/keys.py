@@ -9,7 +9,6 @@ iterations and carry the typo into summary.json. `unknown_keys` finds such keys 
 from __future__ import annotations
 
 import difflib
-import typing
 from dataclasses import fields, is_dataclass
 from typing import Any
 
@@ -42,23 +41,22 @@ def unknown_keys(node: Any, schema: Any, prefix: str = "") -> list[str]:
             found.append(prefix + key)
             continue
         sub = getattr(schema, key)
-        if sub is None:  # an optional group of options, None by default (backend.warp)
-            sub = _optional_dataclass(schema, key)
         if is_dataclass(sub) and _is_mapping(value):
-            found.extend(unknown_keys(value, sub, f"{prefix}{key}."))
+            found.extend(unknown_keys(value, _chosen_schema(sub, value), f"{prefix}{key}."))
     return found
 
 
-def _optional_dataclass(schema: Any, key: str) -> Any:
-    """The defaults of field `key` of `schema` when its type is `SomeDataclass | None`."""
-    try:
-        hint = typing.get_type_hints(type(schema)).get(key)
-    except (NameError, TypeError):  # an annotation that names a type-checking-only import
-        return None
-    for arg in typing.get_args(hint):
-        if is_dataclass(arg):
-            return arg()
-    return None
+def _chosen_schema(sub: Any, value: Any) -> Any:
+    """The schema `value` is checked against: for a group whose options have schemas of their
+    own (backend: `schema_for`), the defaults of the one its `name` chooses."""
+    schema_for = getattr(type(sub), "schema_for", None)
+    name = value.get("name") if schema_for is not None else None
+    if isinstance(name, str):
+        try:
+            return schema_for(name)()
+        except ValueError:  # an unknown name: the group's own check names it
+            return sub
+    return sub
 
 
 # Keys that became other options: a command that still names one is told where it went, and a
