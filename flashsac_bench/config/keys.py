@@ -50,35 +50,22 @@ def _chosen_schema(sub: Any, value: Any) -> Any:
     """The schema `value` is checked against: for a group whose options have schemas of their
     own (backend: `schema_for`), the defaults of the one its `name` chooses."""
     schema_for = getattr(type(sub), "schema_for", None)
-    name = value.get("name") if schema_for is not None else None
-    if isinstance(name, str):
-        try:
-            return schema_for(name)()
-        except ValueError:  # an unknown name: the group's own check names it
-            return sub
-    return sub
-
-
-# Keys that became other options: a command that still names one is told where it went, and a
-# config written with one (an older checkpoint's) reads as that option (`upgrade_moved_keys`).
-MOVED = {"run.tensorboard": "the logger group: logger=tensorboard, logger=wandb or logger=none"}
-
-
-def upgrade_moved_keys(composed: dict[str, Any]) -> dict[str, Any]:
-    """`composed` (a plain composed config, changed in place) with every MOVED key as the option
-    it became: run.tensorboard true / false -> logger.name tensorboard / none."""
-    run = composed.get("run")
-    if isinstance(run, dict) and "tensorboard" in run:
-        logged = run.pop("tensorboard")
-        composed.setdefault("logger", {"name": "tensorboard" if logged else "none"})
-    return composed
+    name = value.get("name")
+    if schema_for is None or not isinstance(name, str):
+        return sub
+    try:
+        return schema_for(name)()
+    except ValueError:  # an unknown name: the group's own check names it
+        return sub
 
 
 def unknown_key_hint(key: str, close: str | None) -> str:
-    """What follows an unknown key in its error: where it went when it moved (MOVED), else its
-    closest sibling `close` when there is one."""
-    if key in MOVED:
-        return f" (now {MOVED[key]})"
+    """What follows an unknown key in its error: where it went or why it is gone
+    (config.stored), else its closest sibling `close` when there is one."""
+    from flashsac_bench.config.stored import removed_key_hint
+
+    if hint := removed_key_hint(key):
+        return f" ({hint})"
     return f" (did you mean {close}?)" if close else ""
 
 
