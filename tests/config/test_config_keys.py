@@ -15,7 +15,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
-from flashsac_bench.config import register_configs
+from flashsac_bench.config import register_configs, stored
 from flashsac_bench.config.backend import BACKENDS, BackendConfig
 from flashsac_bench.config.keys import flatten
 
@@ -29,9 +29,9 @@ COMPOSITIONS = [
     for backend in BACKENDS
 ]
 MAX_LEAVES = 110
-# Levers that lost their measurements (docs/paths.md, "Levers that lost"), and keys that were
-# derived, merged or made fixed (config.keys.REMOVED): none may come back.
-REMOVED = (
+# Levers that lost their measurements (docs/paths.md, "Levers that lost"), and the keys that
+# were derived, merged, made fixed or moved (config.stored): none may come back.
+LEVERS = (
     "path.fused_optimizer",
     "path.fused_optimizer_in_graph",
     "path.joint_critic_forward",
@@ -44,15 +44,12 @@ REMOVED = (
     "path.projection_gather",
     "path.combo_kernels",
     "path.compile_mode",
-    "path.fallback_to_compile",
     "run.overlap_store",
     "run.collector_thread",
     "run.prefill_during_cold_start",
     "update.policy_before_critic",
-    "update.name",
-    "update.target_frequency",
-    "learner.target_entropy",
 )
+REMOVED = (*LEVERS, *stored.REMOVED, *stored.MOVED)
 
 register_configs()
 
