@@ -12,6 +12,8 @@ import difflib
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from flashsac_bench.config.stored import removed_key_hint
+
 
 def _items(node: Any) -> list[tuple[str, Any]]:
     from omegaconf import DictConfig
@@ -62,8 +64,6 @@ def _chosen_schema(sub: Any, value: Any) -> Any:
 def unknown_key_hint(key: str, close: str | None) -> str:
     """What follows an unknown key in its error: where it went or why it is gone
     (config.stored), else its closest sibling `close` when there is one."""
-    from flashsac_bench.config.stored import removed_key_hint
-
     if hint := removed_key_hint(key):
         return f" ({hint})"
     return f" (did you mean {close}?)" if close else ""
