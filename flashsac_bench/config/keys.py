@@ -12,6 +12,7 @@ import difflib
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from flashsac_bench.config.backend import backend_owning
 from flashsac_bench.config.stored import removed_key_hint
 
 
@@ -61,9 +62,13 @@ def _chosen_schema(sub: Any, value: Any) -> Any:
         return sub
 
 
-def unknown_key_hint(key: str, close: str | None) -> str:
-    """What follows an unknown key in its error: where it went or why it is gone
-    (config.stored), else its closest sibling `close` when there is one."""
+def unknown_key_hint(key: str, close: str | None, backend: str | None = None) -> str:
+    """What follows an unknown key in its error: whose option it is when it belongs to another
+    backend than `backend` (the chosen one), where it went or why it is gone (config.stored),
+    else its closest sibling `close` when there is one."""
+    owner = backend_owning(key)
+    if backend is not None and owner not in (None, backend):
+        return f" (an option of backend={owner}, not of backend={backend})"
     if hint := removed_key_hint(key):
         return f" ({hint})"
     return f" (did you mean {close}?)" if close else ""

@@ -5,12 +5,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from flashsac_bench.config.backend import (
-    BackendConfig,
-    MjwarpConfig,
-    backend_owning,
-    same_device,
-)
+from flashsac_bench.config.backend import BackendConfig, MjwarpConfig, same_device
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.keys import suggest, unknown_key_hint, unknown_keys
@@ -124,12 +119,6 @@ def _refuse_unknown_keys(cfg: DictConfig, schema: Config) -> None:
         return
     hints = []
     for key in unknown:
-        owner = backend_owning(key)
-        if owner is not None and owner != schema.backend.name:
-            hints.append(
-                f"{key} (an option of backend={owner}, not of backend={schema.backend.name})"
-            )
-        else:
-            hints.append(key + unknown_key_hint(key, suggest(key, schema)))
+        hints.append(key + unknown_key_hint(key, suggest(key, schema), schema.backend.name))
     noun = "key" if len(unknown) == 1 else "keys"
     raise ConfigError(f"unknown {noun} {', '.join(hints)}: not in the config schema")
