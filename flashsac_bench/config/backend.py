@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.values import FLOAT_BOUND, ranged, require_bounded
@@ -125,6 +126,23 @@ class BackendConfig:
         if name not in BACKENDS:
             raise ConfigError(f"backend.name must be one of {BACKENDS}, got {name!r}")
         return MujocoConfig if name == "mujoco" else MjwarpConfig
+
+    @classmethod
+    def chosen(cls, node: Any) -> type[BackendConfig]:
+        """The schema of the backend that `node` (a composed or stored `backend` node) holds:
+        the one Hydra composed it with (conf/backend/<name>.yaml starts from it), else, for
+        plain data (a stored config), the one its name chooses."""
+        from omegaconf import DictConfig, OmegaConf
+
+        typed = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
+        if (
+            isinstance(typed, type)
+            and issubclass(typed, BackendConfig)
+            and typed is not BackendConfig
+        ):
+            return typed
+        name = node.get("name", BACKENDS[0]) if isinstance(node, dict | DictConfig) else None
+        return cls.schema_for(str(name))
 
     def _require_name(self, name: str) -> None:
         if self.name != name:

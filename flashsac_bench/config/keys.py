@@ -51,13 +51,12 @@ def unknown_keys(node: Any, schema: Any, prefix: str = "") -> list[str]:
 
 def _chosen_schema(sub: Any, value: Any) -> Any:
     """The schema `value` is checked against: for a group whose options have schemas of their
-    own (backend: `schema_for`), the defaults of the one its `name` chooses."""
-    schema_for = getattr(type(sub), "schema_for", None)
-    name = value.get("name")
-    if schema_for is None or not isinstance(name, str):
+    own (backend: `chosen`), the defaults of the one `value` holds."""
+    chosen = getattr(type(sub), "chosen", None)
+    if chosen is None:
         return sub
     try:
-        return schema_for(name)()
+        return chosen(value)()
     except ValueError:  # an unknown name: the group's own check names it
         return sub
 

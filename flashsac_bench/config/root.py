@@ -87,8 +87,7 @@ def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
     if isinstance(cfg, dict):
         require_no_interpolation(cfg)
         cfg = OmegaConf.create(cfg)
-    # The chosen backend's schema (a stored config's backend is known by its name).
-    backend = BackendConfig.schema_for(str(OmegaConf.select(cfg, "backend.name", default="mujoco")))
+    backend = BackendConfig.chosen(cfg.get("backend", {}))
     _refuse_unknown_keys(cfg, Config(backend=backend()))
     schema = OmegaConf.structured(Config)
     schema.backend = OmegaConf.structured(backend)

@@ -40,6 +40,10 @@ def test_the_preset_composes_with_its_own_options() -> None:
         (["backend=mjwarp", "+backend.warp.nconmx=3"], "unknown key backend.warp.nconmx"),
         (["backend=mjwarp", "backend.warp.device=cuda"], "must run on the learner's device"),
         (["backend.name=bullet"], "backend.name must be one of ('mujoco', 'mjwarp')"),
+        (
+            ["backend.name=mjwarp"],
+            "backend=mujoco's options: choose the backend with backend=mjwarp",
+        ),
     ],
 )
 def test_a_bad_option_is_one_line(overrides: list[str], message: str) -> None:
