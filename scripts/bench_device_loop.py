@@ -3,7 +3,7 @@ step alone, the learner alone, one after the other, and beside each other on a s
 priority (flashsac_bench/bench/device_loop.py says exactly what each mode runs).
 
     python scripts/bench_device_loop.py +experiment=g1_walk_warp run.num_envs=2048 \
-        update.name=u16 update.updates_per_step=16 replay.batch_size=2048 \
+        update.updates_per_step=16 replay.batch_size=2048 \
         --iterations 200 --rounds 3 --deadline 150 --json $OUT/device_loop.json
 
 Positional arguments are Hydra overrides of the training config; the modes take turns for

@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
     )
     ap.add_argument(
-        "--path-options", default="", help="PathConfig fields, e.g. fallback_to_compile=false"
+        "--path-options",
+        default="",
+        help="PathConfig fields, e.g. inductor_options.deterministic=true",
     )
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():

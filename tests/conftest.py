@@ -59,10 +59,10 @@ def mjwarp(mjwarp_extra: None) -> None:
     """MuJoCo Warp, its CPU kernels compiled and loaded once per test session: the first env
     built compiles them into ~/.cache/warp (about half a minute on a cold cache, seconds after)
     and every later env of the session reuses them."""
-    from flashsac_bench.config.backend import BackendConfig, WarpOptions
+    from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
     from flashsac_bench.config.task import TaskConfig
     from flashsac_bench.envs.g1_warp import G1WalkWarp
 
-    backend = BackendConfig(name="mjwarp", warp=WarpOptions(device="cpu"))
+    backend = MjwarpConfig(warp=WarpOptions(device="cpu"))
     with G1WalkWarp(TaskConfig(), backend, 2, 0) as env:
         env.step(torch.zeros(2, env.action_dim))

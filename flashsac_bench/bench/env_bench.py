@@ -31,7 +31,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from flashsac_bench.config.backend import BackendConfig, available_cores  # noqa: F401
+from flashsac_bench.config.backend import MujocoConfig, available_cores  # noqa: F401
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.envs import make_env
 from flashsac_bench.envs.batched import STATE_SPEC, BatchedMujoco
@@ -51,10 +51,10 @@ class Layout:
     threads: int = 1
 
     @property
-    def backend(self) -> BackendConfig:
+    def backend(self) -> MujocoConfig:
         if self.mode == "processes":
-            return BackendConfig(mode="processes", workers=self.workers)
-        return BackendConfig(mode="threads", num_threads=self.threads)
+            return MujocoConfig(mode="processes", workers=self.workers)
+        return MujocoConfig(mode="threads", num_threads=self.threads)
 
     @property
     def label(self) -> str:
@@ -304,7 +304,7 @@ def profile(n: int, args: BenchArgs) -> dict[str, float]:
     mj_step), the stages for the new state (mj_step1, which the observation needs), the per-env
     Python of the pool and the task's numpy math (obs, rewards, resets), by timing wrappers
     around those calls during ordinary env steps."""
-    env = make_env(TaskConfig(), BackendConfig(mode="threads", num_threads=1), n, seed=0)
+    env = make_env(TaskConfig(), MujocoConfig(mode="threads", num_threads=1), n, seed=0)
     actions = actions_for(args.actions, n, args.warmup + args.steps)
     for a in actions[: args.warmup]:
         env.step(a)
@@ -347,7 +347,7 @@ def profile(n: int, args: BenchArgs) -> dict[str, float]:
 def mj_timers(n: int, args: BenchArgs) -> dict[str, float]:
     """MuJoCo's internal timers (microseconds per physics step, averaged over all envs) and the
     mean contact / constraint-row counts during ordinary env steps."""
-    env = make_env(TaskConfig(), BackendConfig(mode="threads", num_threads=1), n, seed=0)
+    env = make_env(TaskConfig(), MujocoConfig(mode="threads", num_threads=1), n, seed=0)
     actions = actions_for(args.actions, n, args.warmup + args.steps)
     for a in actions[: args.warmup]:
         env.step(a)
@@ -376,7 +376,7 @@ def compare_rollout(n: int, threads: int, args: BenchArgs) -> dict[str, float]:
     """Raw physics, 3 substeps per control step: our thread pool vs mujoco.rollout."""
     from mujoco import rollout
 
-    env = make_env(TaskConfig(), BackendConfig(mode="threads", num_threads=threads), n, seed=0)
+    env = make_env(TaskConfig(), MujocoConfig(mode="threads", num_threads=threads), n, seed=0)
     actions = actions_for(args.actions, n, args.warmup + args.steps)
     for a in actions[: args.warmup]:
         env.step(a)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from flashsac_bench.bench.env_bench import CEILING_PERIOD, BenchArgs, actions_for
-from flashsac_bench.config.backend import BackendConfig, WarpOptions
+from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.envs.g1_layout import G1Layout
 from flashsac_bench.envs.g1_shard import build_task_model
@@ -78,7 +78,7 @@ def _row(n: int, per_step: list[float], device: torch.device, **extra: Any) -> d
 def bench_warp_env(n: int, device: str, args: BenchArgs) -> dict[str, Any]:
     """The full task's step rate on `device` ("auto", "cpu", "cuda:N")."""
     before = _memory(torch.device(device)) if device.startswith("cuda") else None
-    backend = BackendConfig(name="mjwarp", warp=WarpOptions(device=device))
+    backend = MjwarpConfig(warp=WarpOptions(device=device))
     with G1WalkWarp(TaskConfig(), backend, n, seed=0) as env:
         dev = env.device
         drawn = actions_for(args.actions, n, args.warmup + args.steps)

@@ -111,7 +111,7 @@ def setup_from_args(args: argparse.Namespace, updates_per_step: int) -> Setup:
 
 
 def parse_options(text: str) -> tuple[tuple[str, object], ...]:
-    """'fallback_to_compile=false' -> (("fallback_to_compile", False),); values JSON.
+    """'name="compile"' -> (("name", "compile"),): PathConfig fields; values JSON.
 
     `inductor_options.KEY=VALUE` items (KEY may hold dots: `triton.max_tiles`) gather into one
     ("inductor_options", {KEY: VALUE, ...}) pair, so one variant can set several of them.

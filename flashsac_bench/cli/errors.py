@@ -119,7 +119,8 @@ def _unknown_key(key: str, detail: str, parent: type | None = None) -> str:
         from flashsac_bench.config.root import Config
 
         close = suggest(key, Config())
-    return f"unknown key {key}{unknown_key_hint(key, close)}: {detail}"
+    backend = getattr(parent, "name", None) if key.startswith("backend.") else None
+    return f"unknown key {key}{unknown_key_hint(key, close, backend)}: {detail}"
 
 
 def describe(err: BaseException) -> tuple[str, int] | None:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from flashsac_bench.cli.tool import Tool, run_tool
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
 from flashsac_bench.evaluation.config import EvalConfig
@@ -105,9 +106,8 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
         frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
     out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
     num_envs = min(ec.num_envs, ec.episodes)
-    backend = cfg.backend
-    if backend.name == "mjwarp":  # a MuJoCo Warp policy is judged in the reference physics
-        backend = dataclasses.replace(backend, name="mujoco", warp=None)
+    # A MuJoCo Warp policy is judged in the reference physics, CPU MuJoCo.
+    backend = cfg.backend if isinstance(cfg.backend, MujocoConfig) else MujocoConfig()
     if ec.threads > 0:
         backend = dataclasses.replace(backend, mode="threads", workers=0, num_threads=ec.threads)
     elif backend.workers > num_envs:  # training's worker count, for fewer envs here

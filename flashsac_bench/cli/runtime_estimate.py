@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.root import Config
 
 ENV_STEPS_PER_S = 4700.0
@@ -77,7 +78,9 @@ def estimate_cpu_run(config: Config, cores: int | None = None) -> Estimate:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     cores = max(1, cores or 1)
     n = config.run.num_envs
-    env_threads = min(config.backend.resolved_num_threads(n), cores)
+    backend = config.backend
+    threads = backend.resolved_num_threads(n) if isinstance(backend, MujocoConfig) else n
+    env_threads = min(threads, cores)
     learner_threads = min(config.hardware.torch_threads or cores, cores)
     env_s = n / (ENV_STEPS_PER_S * env_threads**ENV_THREAD_EXPONENT)
     ops = config.update.critic_updates + config.update.actor_updates

@@ -83,14 +83,24 @@ def typed_options(tool: Tool, cfg: Any, check: bool = True) -> Any:
     return options
 
 
+def register(tool: Tool) -> None:
+    """The tool's schema, and the config groups' own schemas (each backend's) that its YAML's
+    defaults list may compose, in Hydra's ConfigStore."""
+    from hydra.core.config_store import ConfigStore
+
+    from flashsac_bench.config.store import register_configs
+
+    register_configs()
+    ConfigStore.instance().store(name=tool.schema_name, node=tool.schema)
+
+
 def compose_options(tool: Tool, overrides: list[str], check: bool = True) -> Any:
     """One job's typed (and with `check`, checked) options, composed as the command line
     composes them; a user error raises UsageError with the command line's message."""
     from hydra import compose, initialize_config_module
-    from hydra.core.config_store import ConfigStore
     from hydra.core.global_hydra import GlobalHydra
 
-    ConfigStore.instance().store(name=tool.schema_name, node=tool.schema)
+    register(tool)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module(config_module=preflight.CONFIG_MODULE, version_base="1.3"):
@@ -106,9 +116,8 @@ def compose_options(tool: Tool, overrides: list[str], check: bool = True) -> Any
 def run_tool(tool: Tool) -> None:
     """The command line of `tool` (sys.argv): checks, then Hydra runs the job(s)."""
     import hydra
-    from hydra.core.config_store import ConfigStore
 
-    ConfigStore.instance().store(name=tool.schema_name, node=tool.schema)
+    register(tool)
     argv = errors.strip_debug_flag(sys.argv[1:])
     sys.argv = [sys.argv[0], *argv]
 

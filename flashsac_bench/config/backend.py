@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.values import FLOAT_BOUND, ranged, require_bounded
@@ -9,7 +10,8 @@ from flashsac_bench.config.values import FLOAT_BOUND, ranged, require_bounded
 MODES = ("auto", "processes", "threads")
 BACKENDS = ("mujoco", "mjwarp")
 STREAM_PRIORITIES = ("default", "high", "low")
-# Cores the learner's own thread keeps when the envs run in worker processes.
+# Cores the learner's own thread keeps beside the envs' worker processes or pool threads (more
+# busy threads than cores spin-wait on each other and slow every update cycle).
 LEARNER_CORES = 1
 # Auto picks worker processes only when at least this many cores are left for them: with fewer,
 # the pipe round trips and the extra copies buy nothing over the in-process thread pool.
@@ -29,21 +31,17 @@ def available_cores() -> int:
 
 @dataclass(frozen=True)
 class EnvPlan:
-    """How the envs are stepped: `workers` processes, or a `threads`-thread pool in-process."""
+    """How the envs are stepped: `workers` processes, a `threads`-thread pool in-process, or
+    (MuJoCo Warp) all of them as one batch on the device."""
 
-    mode: str  # "processes" or "threads"
+    mode: str  # "processes", "threads" or "device"
     workers: int  # worker processes (0 in threads mode)
     threads: int  # physics threads: of the in-process pool, or per worker process
-
-    def describe(self) -> str:
-        if self.mode == "processes":
-            return f"{self.workers} worker processes"
-        return f"in-process pool of {self.threads} threads"
 
 
 @dataclass
 class WarpOptions:
-    """The mjwarp backend's own options (`backend.warp`, set by conf/backend/mjwarp.yaml)."""
+    """The mjwarp backend's own options (`backend.warp`)."""
 
     # Where the worlds run: the learner's device (hardware.device), where the transitions stay;
     # "auto" follows it (Warp's CPU device on a CPU learner: for testing only).
@@ -108,10 +106,70 @@ def same_device(device: str) -> str:
 
 @dataclass
 class BackendConfig:
-    """Physics backend that steps the envs (group `backend`)."""
+    """The physics backend that steps the envs (group `backend`): what every backend has.
 
-    # "mujoco": MuJoCo on the CPU (mode, workers, num_threads, worker_timeout_s apply).
-    # "mjwarp": MuJoCo Warp on the learner's device, options in `warp` ([mjwarp] extra).
+    Each backend has a schema of its own (MujocoConfig, MjwarpConfig below; its YAML in
+    conf/backend/ starts from it: config.store registers them), so that a composed config holds
+    the options its backend reads and no others."""
+
+    # "mujoco": MuJoCo on the CPU; "mjwarp": MuJoCo Warp on the learner's device.
+    name: str = "mujoco"
+
+    def __post_init__(self) -> None:
+        require_bounded(self, "backend.")  # config.values: every number finite, in its range
+        if self.name not in BACKENDS:
+            raise ConfigError(f"backend.name must be one of {BACKENDS}, got {self.name!r}")
+
+    @classmethod
+    def schema_for(cls, name: str) -> type[BackendConfig]:
+        """The schema of backend `name` (ConfigError naming the backends for another name)."""
+        if name not in BACKENDS:
+            raise ConfigError(f"backend.name must be one of {BACKENDS}, got {name!r}")
+        return MujocoConfig if name == "mujoco" else MjwarpConfig
+
+    @classmethod
+    def chosen(cls, node: Any) -> type[BackendConfig]:
+        """The schema of the backend that `node` (a composed or stored `backend` node) holds:
+        the one Hydra composed it with (conf/backend/<name>.yaml starts from it), else, for
+        plain data (a stored config), the one its name chooses."""
+        from omegaconf import DictConfig, OmegaConf
+
+        typed = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
+        if (
+            isinstance(typed, type)
+            and issubclass(typed, BackendConfig)
+            and typed is not BackendConfig
+        ):
+            return typed
+        name = node.get("name", BACKENDS[0]) if isinstance(node, dict | DictConfig) else None
+        return cls.schema_for(str(name))
+
+    def _require_name(self, name: str) -> None:
+        if self.name != name:
+            raise ConfigError(
+                f"backend.name={self.name} in backend={name}'s options: choose the backend "
+                f"with backend={self.name}"
+            )
+
+    def plan(self, num_envs: int, cores: int | None = None) -> EnvPlan:
+        """How `num_envs` envs are stepped on a machine with `cores` cores."""
+        raise NotImplementedError(f"backend {self.name!r} has no schema of its own")
+
+    def check_available(self) -> None:
+        """Refuse a backend whose packages are not installed (one line naming the install
+        command). Not part of __post_init__: a config must still compose and validate on a
+        machine without them (tests, --cfg job)."""
+
+    def warp_options(self) -> WarpOptions:
+        """The device env's stream options: backend.warp of backend=mjwarp; for a device env
+        of another backend (a custom env factory's), the defaults."""
+        return WarpOptions()
+
+
+@dataclass
+class MujocoConfig(BackendConfig):
+    """backend=mujoco: MuJoCo on the CPU, in worker processes or an in-process thread pool."""
+
     name: str = "mujoco"
     # "processes": env shards in worker processes (each steps its envs AND computes their
     # observations, rewards and resets, free of the trainer's GIL). "threads": one process, a
@@ -120,21 +178,14 @@ class BackendConfig:
     mode: str = "auto"
     # Worker processes: K >= 1 = exactly K; 0 = one per core beside the learner's.
     workers: int = ranged(0, low=0, high=MAX_WORKERS)
-    # Threads mode: native threads stepping the envs; 0 = one per CPU core.
+    # Threads mode: native threads stepping the envs; 0 = one per core beside the learner's.
     num_threads: int = ranged(0, low=0, high=MAX_WORKERS)
     # A worker that sends no reply to a step within this many seconds is declared hung.
     worker_timeout_s: float = ranged(10.0, low=0.0, high=FLOAT_BOUND, closed="(]")
-    # The mjwarp backend's options (None: the defaults; conf/backend/mjwarp.yaml sets them).
-    warp: WarpOptions | None = None
 
     def __post_init__(self) -> None:
-        require_bounded(self, "backend.")  # config.values: every number finite, in its range
-        if self.name not in BACKENDS:
-            raise ConfigError(f"backend.name must be one of {BACKENDS}, got {self.name!r}")
-        if self.warp is not None and self.name != "mjwarp":
-            raise ConfigError(
-                f"backend.warp options apply to backend=mjwarp only, not backend={self.name}"
-            )
+        super().__post_init__()
+        self._require_name("mujoco")
         if self.mode not in MODES:
             raise ConfigError(f"backend.mode must be one of {MODES}, got {self.mode!r}")
         if self.workers and self.mode == "threads":
@@ -143,26 +194,11 @@ class BackendConfig:
                 "threads forces the in-process thread pool; drop one of the two"
             )
 
-    def warp_options(self) -> WarpOptions:
-        """backend.warp, or its defaults."""
-        return self.warp if self.warp is not None else WarpOptions()
-
-    def check_available(self) -> None:
-        """Refuse backend=mjwarp where its packages are not installed (one line naming the
-        install command). Not part of __post_init__: a config must still compose and validate
-        on a machine without them (tests, --cfg job)."""
-        if self.name != "mjwarp":
-            return
-        missing = [m for m in ("warp", "mujoco_warp") if not _installed(m)]
-        if missing:
-            raise ConfigError(
-                f"backend=mjwarp needs the [mjwarp] extra ({', '.join(missing)} not installed): "
-                'pip install -e ".[mjwarp]"'
-            )
-
-    def resolved_num_threads(self, num_envs: int) -> int:
-        """Threads of the in-process pool: never more than there are envs."""
-        threads = self.num_threads or available_cores()
+    def resolved_num_threads(self, num_envs: int, cores: int | None = None) -> int:
+        """Threads of the in-process pool on a machine with `cores` cores: never more than
+        there are envs."""
+        cores = available_cores() if cores is None else cores
+        threads = self.num_threads or cores - LEARNER_CORES
         return max(1, min(threads, num_envs))
 
     def plan(self, num_envs: int, cores: int | None = None) -> EnvPlan:
@@ -178,4 +214,46 @@ class BackendConfig:
             return EnvPlan("processes", self.workers, 1)
         if self.mode == "processes" or (self.mode == "auto" and spare >= MIN_AUTO_WORKERS):
             return EnvPlan("processes", min(spare, num_envs), 1)
-        return EnvPlan("threads", 0, self.resolved_num_threads(num_envs))
+        return EnvPlan("threads", 0, self.resolved_num_threads(num_envs, cores))
+
+
+@dataclass
+class MjwarpConfig(BackendConfig):
+    """backend=mjwarp: MuJoCo Warp on the learner's device ([mjwarp] extra); every env is a
+    world of one batched simulation, and the transitions stay on the device."""
+
+    name: str = "mjwarp"
+    warp: WarpOptions = field(default_factory=WarpOptions)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._require_name("mjwarp")
+
+    def plan(self, num_envs: int, cores: int | None = None) -> EnvPlan:
+        """All worlds in one batch on the device: no processes, no threads."""
+        return EnvPlan("device", 0, 0)
+
+    def check_available(self) -> None:
+        missing = [m for m in ("warp", "mujoco_warp") if not _installed(m)]
+        if missing:
+            raise ConfigError(
+                f"backend=mjwarp needs the [mjwarp] extra ({', '.join(missing)} not installed): "
+                'pip install -e ".[mjwarp]"'
+            )
+
+    def warp_options(self) -> WarpOptions:
+        return self.warp
+
+
+def backend_owning(key: str) -> str | None:
+    """The backend whose schema has the dotted key `key` (backend.warp.overlap: mjwarp), else
+    None: what an unknown key's error names when it belongs to another backend."""
+    parts = key.split(".")
+    if len(parts) < 2 or parts[0] != "backend":
+        return None
+    for name in BACKENDS:
+        if parts[1] != "name" and parts[1] in {
+            f.name for f in fields(BackendConfig.schema_for(name))
+        }:
+            return name
+    return None

@@ -9,9 +9,11 @@ iterations and carry the typo into summary.json. `unknown_keys` finds such keys 
 from __future__ import annotations
 
 import difflib
-import typing
 from dataclasses import fields, is_dataclass
 from typing import Any
+
+from flashsac_bench.config.backend import backend_owning
+from flashsac_bench.config.stored import removed_key_hint
 
 
 def _items(node: Any) -> list[tuple[str, Any]]:
@@ -42,45 +44,32 @@ def unknown_keys(node: Any, schema: Any, prefix: str = "") -> list[str]:
             found.append(prefix + key)
             continue
         sub = getattr(schema, key)
-        if sub is None:  # an optional group of options, None by default (backend.warp)
-            sub = _optional_dataclass(schema, key)
         if is_dataclass(sub) and _is_mapping(value):
-            found.extend(unknown_keys(value, sub, f"{prefix}{key}."))
+            found.extend(unknown_keys(value, _chosen_schema(sub, value), f"{prefix}{key}."))
     return found
 
 
-def _optional_dataclass(schema: Any, key: str) -> Any:
-    """The defaults of field `key` of `schema` when its type is `SomeDataclass | None`."""
+def _chosen_schema(sub: Any, value: Any) -> Any:
+    """The schema `value` is checked against: for a group whose options have schemas of their
+    own (backend: `chosen`), the defaults of the one `value` holds."""
+    chosen = getattr(type(sub), "chosen", None)
+    if chosen is None:
+        return sub
     try:
-        hint = typing.get_type_hints(type(schema)).get(key)
-    except (NameError, TypeError):  # an annotation that names a type-checking-only import
-        return None
-    for arg in typing.get_args(hint):
-        if is_dataclass(arg):
-            return arg()
-    return None
+        return chosen(value)()
+    except ValueError:  # an unknown name: the group's own check names it
+        return sub
 
 
-# Keys that became other options: a command that still names one is told where it went, and a
-# config written with one (an older checkpoint's) reads as that option (`upgrade_moved_keys`).
-MOVED = {"run.tensorboard": "the logger group: logger=tensorboard, logger=wandb or logger=none"}
-
-
-def upgrade_moved_keys(composed: dict[str, Any]) -> dict[str, Any]:
-    """`composed` (a plain composed config, changed in place) with every MOVED key as the option
-    it became: run.tensorboard true / false -> logger.name tensorboard / none."""
-    run = composed.get("run")
-    if isinstance(run, dict) and "tensorboard" in run:
-        logged = run.pop("tensorboard")
-        composed.setdefault("logger", {"name": "tensorboard" if logged else "none"})
-    return composed
-
-
-def unknown_key_hint(key: str, close: str | None) -> str:
-    """What follows an unknown key in its error: where it went when it moved (MOVED), else its
-    closest sibling `close` when there is one."""
-    if key in MOVED:
-        return f" (now {MOVED[key]})"
+def unknown_key_hint(key: str, close: str | None, backend: str | None = None) -> str:
+    """What follows an unknown key in its error: whose option it is when it belongs to another
+    backend than `backend` (the chosen one), where it went or why it is gone (config.stored),
+    else its closest sibling `close` when there is one."""
+    owner = backend_owning(key)
+    if backend is not None and owner not in (None, backend):
+        return f" (an option of backend={owner}, not of backend={backend})"
+    if hint := removed_key_hint(key):
+        return f" ({hint})"
     return f" (did you mean {close}?)" if close else ""
 
 

@@ -40,10 +40,9 @@ class LearnerConfig:
     adam_beta2: float = ranged(0.999, low=0.0, high=1.0, closed="[)")
     adam_eps: float = ranged(1e-8, low=0.0, high=1.0, closed="(]")
     temp_init: float = ranged(0.01, low=0.0, high=FLOAT_BOUND, closed="(]")
-    # The target entropy takes log(sigma^2): sigma must be > 0.
+    # The temperature's target entropy is that of a Gaussian of this std per action dimension,
+    # 0.5 * |A| * ln(2*pi*e*sigma^2) (UniLab's one key for it): sigma must be > 0.
     temp_target_sigma: float = ranged(0.15, low=0.0, high=FLOAT_BOUND, closed="(]")
-    # None: derived as 0.5 * |A| * ln(2*pi*e*sigma^2).
-    target_entropy: float | None = None
     zeta_mu: float = ranged(2.0, low=0.0, high=FLOAT_BOUND, closed="(]")
     zeta_max: int = ranged(16, low=1, high=MAX_ZETA)
     normalize_reward: bool = True

@@ -19,13 +19,12 @@ class PathConfig:
 
     eager: the update functions as they are. compile: each update step as one torch.compile'd
     graph. cudagraph: the compiled steps, and the whole cycle captured once as one CUDA graph
-    that every iteration replays (CUDA only). learner/paths.py has the rules each follows.
+    that every iteration replays (CUDA only); where the capture fails, the run warns once and
+    goes on with the compiled steps uncaptured (summary.json's `executor` says so).
+    learner/paths.py has the rules each follows.
     """
 
     name: str = "eager"
-    # cudagraph: if capturing the cycle fails, warn once and run the same compiled steps without
-    # the capture; false fails the run instead (for benchmarks that must time the capture).
-    fallback_to_compile: bool = True
     # Extra torch._inductor options for the compiled steps, e.g. {max_autotune: true}; the
     # escape hatch for Inductor's own levers, applied over the path's defaults. Nested keys
     # (`+path.inductor_options.triton.max_tiles=2` on the command line) become dotted ones.

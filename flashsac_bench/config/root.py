@@ -5,7 +5,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from flashsac_bench.config.backend import BackendConfig, same_device
+from flashsac_bench.config.backend import BackendConfig, MjwarpConfig, same_device
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.keys import suggest, unknown_key_hint, unknown_keys
@@ -22,6 +22,8 @@ from flashsac_bench.config.values import require_bounded, require_no_interpolati
 class Config:
     update: UpdateConfig = field(default_factory=UpdateConfig)
     path: PathConfig = field(default_factory=PathConfig)
+    # The group's base: each backend's options are a schema of their own (backend.schema_for),
+    # which the chosen option's YAML starts from; bare, it becomes its backend's defaults.
     backend: BackendConfig = field(default_factory=BackendConfig)
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -31,6 +33,8 @@ class Config:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
     def __post_init__(self) -> None:
+        if type(self.backend) is BackendConfig:
+            self.backend = BackendConfig.schema_for(self.backend.name)()
         require_bounded(self, "")  # every group's numbers, also of a group without own checks
         # Cross-group rules: combinations that each group alone cannot see.
         if self.path.name == "cudagraph" and self.hardware.resolved_device() == "cpu":
@@ -48,10 +52,10 @@ class Config:
                 f"run.num_envs {self.run.num_envs})."
             )
         self.backend.plan(self.run.num_envs)  # e.g. more worker processes than envs
-        if self.backend.name == "mjwarp":
+        if isinstance(self.backend, MjwarpConfig):
             # The device env hands its transitions to the learner's ring without host staging:
             # its worlds run on the learner's device ("auto" resolves to it here).
-            warp = self.backend.warp_options()
+            warp = self.backend.warp
             learner = same_device(self.hardware.resolved_device())
             if warp.device == "auto":
                 self.backend.warp = replace(warp, device=learner)
@@ -83,8 +87,11 @@ def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
     if isinstance(cfg, dict):
         require_no_interpolation(cfg)
         cfg = OmegaConf.create(cfg)
-    _refuse_unknown_keys(cfg)
-    obj = to_object(OmegaConf.merge(OmegaConf.structured(Config), cfg))
+    backend = BackendConfig.chosen(cfg.get("backend", {}))
+    _refuse_unknown_keys(cfg, Config(backend=backend()))
+    schema = OmegaConf.structured(Config)
+    schema.backend = OmegaConf.structured(backend)
+    obj = to_object(OmegaConf.merge(schema, cfg))
     assert isinstance(obj, Config)
     return obj
 
@@ -103,15 +110,14 @@ def to_object(cfg: Any) -> Any:
         raise
 
 
-def _refuse_unknown_keys(cfg: DictConfig) -> None:
+def _refuse_unknown_keys(cfg: DictConfig, schema: Config) -> None:
     """Keys the schema does not have (added with Hydra's `+`, or in a plain dict) are errors:
     OmegaConf would drop them silently and the run would not do what was asked."""
-    schema = Config()
     unknown = unknown_keys(cfg, schema)
     if not unknown:
         return
     hints = []
     for key in unknown:
-        hints.append(key + unknown_key_hint(key, suggest(key, schema)))
+        hints.append(key + unknown_key_hint(key, suggest(key, schema), schema.backend.name))
     noun = "key" if len(unknown) == 1 else "keys"
     raise ConfigError(f"unknown {noun} {', '.join(hints)}: not in the config schema")

@@ -161,7 +161,8 @@ class TaskConfig:
     """The task the envs run (group `task`). Owned by flashsac_bench.envs."""
 
     name: str = "g1_walk_flat"
-    # None: the built-in G1 model (flashsac_bench.envs.g1_model). A path: any external G1 MJCF.
+    # None: the built-in G1 model (flashsac_bench.envs.g1_model). A path: any external G1 MJCF
+    # (visual meshes it names but that are missing are stripped).
     model_file: str | None = None
     ctrl_dt: float = ranged(0.02, low=0.0, high=FLOAT_BOUND, closed="(]")
     decimation: int = ranged(3, low=1, high=MAX_DECIMATION)
@@ -172,8 +173,10 @@ class TaskConfig:
     tracking_sigma: float = ranged(0.25, low=0.0, high=FLOAT_BOUND, closed="(]")
     termination_tilt_deg: float = ranged(65.0, low=0.0, high=180.0, closed="(]")
     termination_min_height: float = 0.3
-    # Weighted squared deviation from the default pose, canonical joint order.
-    # Weights of a squared deviation: a negative one would reward leaving the pose.
+    # Weighted squared deviation from the default pose, canonical joint order: legs [hip pitch,
+    # hip roll, hip yaw, knee, ankle pitch, ankle roll] x 2, waist [yaw, roll, pitch], arms
+    # [shoulder pitch, roll, yaw, elbow, wrist roll, pitch, yaw] x 2. Weights of a squared
+    # deviation: a negative one would reward leaving the pose.
     pose_weights: list[float] = ranged(
         low=0.0, high=MAX_REWARD_WEIGHT, default_factory=_default_pose_weights
     )

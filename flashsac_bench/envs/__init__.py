@@ -21,12 +21,14 @@ def make_env(
     """`num_envs` autoresetting envs of `task_cfg.name` stepped by `backend_cfg`: MuJoCo on the
     CPU (in-process thread pool or worker processes, `backend_cfg.plan`; a VecEnv) or MuJoCo
     Warp on the learner's device (a DeviceVecEnv). Close it when done."""
+    from flashsac_bench.config.backend import MjwarpConfig, MujocoConfig
+
     # Imported here so that importing the package loads neither MuJoCo nor Warp.
-    if task_cfg.name == "g1_walk_flat" and backend_cfg.name == "mujoco":
+    if task_cfg.name == "g1_walk_flat" and isinstance(backend_cfg, MujocoConfig):
         from flashsac_bench.envs.g1_walk_flat import G1WalkFlat
 
         return G1WalkFlat(task_cfg, backend_cfg, num_envs, seed)
-    if task_cfg.name == "g1_walk_flat" and backend_cfg.name == "mjwarp":
+    if task_cfg.name == "g1_walk_flat" and isinstance(backend_cfg, MjwarpConfig):
         from flashsac_bench.envs.g1_warp import G1WalkWarp
 
         return G1WalkWarp(task_cfg, backend_cfg, num_envs, seed)

@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.envs import g1_task as T
 from flashsac_bench.envs.api import EnvStep, RowsDone, VecEnv
@@ -139,7 +139,7 @@ class G1WalkFlat(VecEnv):
     def __init__(
         self,
         task_cfg: TaskConfig,
-        backend_cfg: BackendConfig,
+        backend_cfg: MujocoConfig,
         num_envs: int,
         seed: int,
     ) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import MjwarpConfig
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.envs import g1_task as T
 from flashsac_bench.envs.api import DeviceEnvStep, DeviceVecEnv
@@ -80,12 +80,12 @@ class G1WalkWarp(DeviceVecEnv):
     action_dim = NUM_JOINTS
 
     def __init__(
-        self, task_cfg: TaskConfig, backend_cfg: BackendConfig, num_envs: int, seed: int
+        self, task_cfg: TaskConfig, backend_cfg: MjwarpConfig, num_envs: int, seed: int
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         backend_cfg.check_available()  # the missing extra, in one line, before anything is built
-        opts = backend_cfg.warp_options()
+        opts = backend_cfg.warp
         device = opts.resolved_device()
         if device == "cpu":
             log.warning(

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 
 from flashsac_bench.config import Config, ConfigError, to_config
-from flashsac_bench.config.keys import upgrade_moved_keys
 from flashsac_bench.config.path import PathConfig
+from flashsac_bench.config.stored import upgrade_stored_config
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path
@@ -63,7 +63,7 @@ def run_dir_of(checkpoint: Path) -> Path:
 def acting_config(payload: dict[str, Any], device: str = "cpu", dtype: str = "float32") -> Config:
     """The checkpoint's composed config for acting: eager path (a cudagraph run's config is
     invalid on a CPU), the given device / matmul dtype ('checkpoint': the training dtype)."""
-    composed = upgrade_moved_keys(copy.deepcopy(payload["config"]))
+    composed = upgrade_stored_config(copy.deepcopy(payload["config"]))
     if dtype == "checkpoint":
         dtype = payload.get("training_config", {}).get("dtype", "float32")
     if dtype not in DTYPES:

@@ -175,11 +175,7 @@ def unilab_learner_kwargs(cfg: LearnerConfig, obs: int, critic_obs: int, action:
         "critic_max_v": cfg.v_max,
         "temp_initial_value": cfg.temp_init,
         "temp_target_sigma": cfg.temp_target_sigma,
-        "temp_target_entropy": (
-            cfg.target_entropy
-            if cfg.target_entropy is not None
-            else target_entropy(action, cfg.temp_target_sigma)
-        ),
+        "temp_target_entropy": target_entropy(action, cfg.temp_target_sigma),
         "actor_noise_zeta_mu": cfg.zeta_mu,
         "actor_noise_zeta_max": cfg.zeta_max,
         "learning_rate_init": cfg.lr_init,

@@ -145,11 +145,7 @@ class FlashSACLearner:
             tau=cfg.tau,
             v_min=cfg.v_min,
             v_max=cfg.v_max,
-            target_entropy=(
-                cfg.target_entropy
-                if cfg.target_entropy is not None
-                else target_entropy(dims.action, cfg.temp_target_sigma)
-            ),
+            target_entropy=target_entropy(dims.action, cfg.temp_target_sigma),
             mm_dtype=_DTYPES[self.dtype],
             gemm_align=self.gemm_align,
             kernels=self.fused_kernels,

@@ -141,7 +141,7 @@ class CapturedPath(Path):
 
     name = "cudagraph"
 
-    def __init__(self, cycle: Cycle, device, options: dict[str, Any], fallback: bool) -> None:
+    def __init__(self, cycle: Cycle, device, options: dict[str, Any]) -> None:
         super().__init__(cycle, device)
         st, s = cycle.statics, cycle.state
 
@@ -154,7 +154,6 @@ class CapturedPath(Path):
 
         self._critic = compile_update(critic, False, options)
         self._actor = compile_update(actor, False, options)
-        self.allow_fallback = fallback
         self.graphs = GraphSet()  # the cycle's graph; destroyed only by release_graphs()
         self.fallback = False  # the capture failed: the compiled updates run uncaptured
         self.captures = 0
@@ -201,8 +200,6 @@ class CapturedPath(Path):
         try:
             self.graphs.capture("cycle", replay)
         except Exception as err:  # noqa: BLE001 - any capture failure falls back, loudly
-            if not self.allow_fallback:
-                raise
             warnings.warn(
                 f"CUDA graph capture of the update cycle failed ({type(err).__name__}: {err}); "
                 "running the compiled updates without it.",
@@ -250,7 +247,7 @@ def build(cfg: PathConfig, cycle: Cycle, device) -> Path:
     options = {"combo_kernels": cuda, **cfg.inductor_options}
     if cfg.name == "compile":
         return CompilePath(cycle, device, options)
-    return CapturedPath(cycle, device, options, cfg.fallback_to_compile)
+    return CapturedPath(cycle, device, options)
 
 
 def mark_static_inputs(cycle: Cycle) -> None:

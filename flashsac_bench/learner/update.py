@@ -481,12 +481,12 @@ class Op:
 
 
 def plan_cycle(update: UpdateConfig) -> tuple[Op, ...]:
-    """UniLab's order: critic u, then actor + temperature when u % policy_frequency == 0;
-    Polyak when u % target_frequency == 0."""
+    """UniLab's order: critic u (Polyak after it), then actor + temperature when
+    u % policy_frequency == 0."""
     ops: list[Op] = []
     actor_index = 0
     for u in range(update.updates_per_step):
-        ops.append(Op("critic", u, update_target=u % update.target_frequency == 0))
+        ops.append(Op("critic", u, update_target=True))
         if u % update.policy_frequency == 0:
             ops.append(Op("actor", u, actor_index=actor_index))
             actor_index += 1

@@ -11,6 +11,7 @@ skip it when it is complete, else start fresh: how an interrupted sweep is resum
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.keys import flatten
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.stored import upgrade_stored_config
 from flashsac_bench.runner.checkpoint import (
     CHECKPOINT_DIR,
     LATEST_NAME,
@@ -143,10 +145,11 @@ def _fmt(value: Any) -> str:
 
 def config_differences(saved: dict[str, Any], config: Config) -> list[str]:
     """'key (checkpoint X, now Y)' for every key outside RESUME_MAY_CHANGE that differs.
-    Keys the checkpoint lacks (written by an older version) count as their default."""
+    Keys the checkpoint lacks (written by an older version) count as their default; keys it
+    has that this version removed read as config.stored says (or raise ConfigError)."""
     now = flatten(asdict(config))
     defaults = flatten(asdict(Config()))
-    old = flatten(saved)
+    old = flatten(upgrade_stored_config(copy.deepcopy(saved)))
     diffs = []
     for key, value in now.items():
         if key in RESUME_MAY_CHANGE or key.startswith("hydra."):

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
@@ -275,7 +276,7 @@ def start_collector(
     assert isinstance(staging, Staging) and isinstance(env, VecEnv)
     # A worker process that hangs is reported by the env itself (naming the worker), so the
     # collector's generic timeout must not fire first.
-    if env.workers:
+    if env.workers and isinstance(c.backend, MujocoConfig):
         timeout_s = max(timeout_s, c.backend.worker_timeout_s + 5.0)
     thread = Collector(env, staging, timeout_s)
     thread.start()

@@ -33,7 +33,8 @@ def static(c: Config) -> dict[str, Any]:
         "replay_capacity": c.replay_capacity,
         **_pick(replay, "learning_starts"),
         "learning_starts_rows": learning_starts_rows(c),
-        **_named("update", asdict(c.update)),
+        "update": c.update.name,
+        **asdict(c.update),
         "path": c.path.name,
         "inductor_options": dict(c.path.inductor_options),
         **_named(

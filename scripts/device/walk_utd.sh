@@ -54,7 +54,7 @@ for item in $PLAN; do
   name=$label${envs:+_e$envs}${path:+_$path}${tag}_s$seed; RUN=$W/utd/$name
   need=$((limit + 30)); [ "$EVAL" = 0 ] || need=$((need + ${EVAL_TIMEOUT:-120}))  # EVAL=end: its evaluations must still fit
   if [ "$(left)" -lt "$need" ]; then echo "skip $name: $(left) s left, needs $need"; continue; fi
-  train $RUN $W/logs/$name.log $limit ${ups:+update.name=u$ups update.updates_per_step=$ups} \
+  train $RUN $W/logs/$name.log $limit ${ups:+update.updates_per_step=$ups} \
     run.seed=$seed run.stop_at_walk=${STOP_AT_WALK:-true} run.time_limit_s=$limit \
     ${envs:+run.num_envs=$envs} ${path:+path=$path} ${extra//,/ } "$@"
   echo "== $name rc=$? (at ${SECONDS}s)"

@@ -32,7 +32,7 @@ exec > >(tee -a "$W/logs/warp_loop_$WHAT.log") 2>&1
 export TORCHINDUCTOR_CACHE_DIR=/tmp/ind TRITON_CACHE_DIR=/tmp/tri  # shared by the calls
 python3 -c "import warp, mujoco_warp; print('warp', warp.__version__)" || exit 2
 # The setting of the iteration target: 2048 worlds, the u16 learner on batch 2048.
-AT_2048="+experiment=g1_walk_warp run.num_envs=2048 update.name=u16 update.updates_per_step=16 replay.batch_size=2048"
+AT_2048="+experiment=g1_walk_warp run.num_envs=2048 update.updates_per_step=16 replay.batch_size=2048"
 
 # The sweep's points, most telling first: UPDATES:NUM_ENVS:BATCH:LR (LR: base = the learner's
 # 3e-4 / 1.5e-4 schedule; sqrt = scaled by sqrt(BATCH / 2048)).

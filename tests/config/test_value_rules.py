@@ -17,6 +17,7 @@ from flashsac_bench.cli import preflight
 from flashsac_bench.cli.errors import UsageError
 from flashsac_bench.cli.runtime_checks import NotEnoughMemoryError, check_memory, memory_needs
 from flashsac_bench.config import Config, ConfigError, register_configs, to_config
+from flashsac_bench.config.backend import BACKENDS
 from flashsac_bench.evaluation.config import EvalConfig
 from tests.fakes.runs import cli_overrides, fake_env_environ, run_cli
 
@@ -53,7 +54,7 @@ def test_the_walk_sees_the_fields_of_the_findings():
     keys = {k for k, _ in CONFIG_FLOATS}
     for key in ("learner.lr_peak", "learner.adam_eps", "learner.reward_g_max", "task.ctrl_dt",
                 "task.rewards.alive", "task.pose_weights", "task.action_scale",
-                "learner.target_entropy", "run.time_limit_s"):  # fmt: skip
+                "learner.temp_target_sigma", "run.time_limit_s"):  # fmt: skip
         assert key in keys, key
     assert len(CONFIG_FLOATS) > 50
 
@@ -84,11 +85,16 @@ def test_every_float_of_the_evaluate_options_refuses_nan(key, index):
 
 def _number_keys(schema: type, prefix: str = "") -> list[tuple[str, str, bool]]:
     """(dotted key, "int" / "float", whether it holds a list) of every number-typed field of a
-    config dataclass, nested ones and optional groups (backend.warp) included."""
+    config dataclass, nested ones and every option's own schema (backend) included."""
     found: list[tuple[str, str, bool]] = []
     for f in dataclasses.fields(schema):
         hint = typing.get_type_hints(schema)[f.name]
         nested = [a for a in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(a)]
+        if nested and hasattr(nested[0], "schema_for"):
+            options = [nested[0].schema_for(name) for name in BACKENDS]
+            walked = [k for option in options for k in _number_keys(option, f"{prefix}{f.name}.")]
+            found += list(dict.fromkeys(walked))
+            continue
         if nested:
             found += _number_keys(nested[0], f"{prefix}{f.name}.")
             continue

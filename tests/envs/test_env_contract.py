@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.envs import TaskEnv, VecEnv, make_env
 from flashsac_bench.envs.api import EnvStep, check_env, check_step
@@ -23,8 +23,8 @@ ENVS: dict[str, Callable[[], VecEnv]] = {
     "FakeEnv": lambda: FakeEnv(N, seed=1, max_episode_steps=3),
     "SplitFakeEnv": lambda: SplitFakeEnv(N, seed=1, max_episode_steps=3),
     "FakeShardedEnv": lambda: FakeShardedEnv(N, seed=1, workers=2),
-    "G1WalkFlat threads": lambda: make_env(TaskConfig(), BackendConfig(mode="threads"), N, 1),
-    "G1WalkFlat 2 workers": lambda: make_env(TaskConfig(), BackendConfig(workers=2), N, 1),
+    "G1WalkFlat threads": lambda: make_env(TaskConfig(), MujocoConfig(mode="threads"), N, 1),
+    "G1WalkFlat 2 workers": lambda: make_env(TaskConfig(), MujocoConfig(workers=2), N, 1),
 }
 
 

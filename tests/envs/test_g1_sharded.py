@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.task import CurriculumConfig, TaskConfig
 from flashsac_bench.envs import make_env
@@ -28,10 +28,10 @@ TASK = TaskConfig(
     ),
 )
 BACKENDS = {
-    "threads": BackendConfig(mode="threads", num_threads=2),
-    "1 worker": BackendConfig(workers=1),
-    "2 workers": BackendConfig(workers=2),
-    "3 workers": BackendConfig(workers=3),
+    "threads": MujocoConfig(mode="threads", num_threads=2),
+    "1 worker": MujocoConfig(workers=1),
+    "2 workers": MujocoConfig(workers=2),
+    "3 workers": MujocoConfig(workers=3),
 }
 
 
@@ -160,20 +160,20 @@ def test_states_of_the_old_shared_generator_are_refused() -> None:
 
 def test_more_workers_than_envs_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="backend.workers=8 exceeds run.num_envs=7"):
-        BackendConfig(workers=8).plan(7)
+        MujocoConfig(workers=8).plan(7)
     with pytest.raises(ConfigError, match="backend.mode=threads"):
-        BackendConfig(mode="threads", workers=2)
+        MujocoConfig(mode="threads", workers=2)
 
 
 def test_auto_mode_uses_processes_only_with_cores_to_spare() -> None:
-    auto = BackendConfig()
+    auto = MujocoConfig()
     assert auto.plan(64, cores=2).mode == "threads"  # the 2-core CI machine
-    assert auto.plan(64, cores=2).threads == 2
+    assert auto.plan(64, cores=2).threads == 1  # one core for the learner, one for the envs
     sixteen = auto.plan(1024, cores=16)
     assert (sixteen.mode, sixteen.workers) == ("processes", 15)  # one core for the learner
     assert auto.plan(4, cores=16).workers == 4
-    assert BackendConfig(mode="processes").plan(64, cores=2).workers == 1
-    assert BackendConfig(mode="threads").plan(64, cores=16).mode == "threads"
+    assert MujocoConfig(mode="processes").plan(64, cores=2).workers == 1
+    assert MujocoConfig(mode="threads").plan(64, cores=16).mode == "threads"
 
 
 def test_evaluation_perturbations_act_the_same_in_worker_processes() -> None:

@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.task import CurriculumConfig, ObsConfig, ResetConfig, TaskConfig
 from flashsac_bench.envs import EnvStep, make_env
 from flashsac_bench.envs.g1_walk_flat import (
@@ -38,7 +38,7 @@ IMU_IN_PELVIS_X = 0.04525  # site position of the pelvis IMU along the pelvis x 
 
 def _env(n: int = 4, seed: int = 0, threads: int = 2, **task: object) -> G1WalkFlat:
     # In-process: these tests read and place the MuJoCo state through env.physics.
-    backend = BackendConfig(mode="threads", num_threads=threads)
+    backend = MujocoConfig(mode="threads", num_threads=threads)
     return make_env(TaskConfig(**task), backend, n, seed)
 
 
@@ -95,7 +95,7 @@ def test_shapes_dtypes_and_preallocated_outputs(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
     workers = 2 if backend == "processes" else 0
-    env = make_env(TaskConfig(), BackendConfig(mode=backend, workers=workers), 3, 0)
+    env = make_env(TaskConfig(), MujocoConfig(mode=backend, workers=workers), 3, 0)
     request.addfinalizer(env.close)
     assert env.workers == workers
     assert (env.num_envs, env.obs_dim, env.critic_obs_dim, env.action_dim) == (3, 98, 101, 29)

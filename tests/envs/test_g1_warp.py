@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from flashsac_bench.config.backend import BackendConfig, WarpOptions
+from flashsac_bench.config.backend import MjwarpConfig, MujocoConfig, WarpOptions
 from flashsac_bench.config.task import CurriculumConfig, TaskConfig
 from flashsac_bench.envs import make_env
 from flashsac_bench.envs.api import DeviceEnvStep, check_device_step
@@ -42,11 +42,11 @@ ROWS = ("obs", "critic_obs", "final_obs", "final_critic_obs")
 
 def _warp(task: TaskConfig = TASK, n: int = N, seed: int = 5):
     """On Warp's CPU device, also on a machine with a GPU (the GPU's tests: test_g1_warp_gpu)."""
-    return make_env(task, BackendConfig(name="mjwarp", warp=WarpOptions(device="cpu")), n, seed)
+    return make_env(task, MjwarpConfig(warp=WarpOptions(device="cpu")), n, seed)
 
 
 def _cpu(task: TaskConfig = TASK, n: int = N, seed: int = 5):
-    return make_env(task, BackendConfig(mode="threads", num_threads=1), n, seed)
+    return make_env(task, MujocoConfig(mode="threads", num_threads=1), n, seed)
 
 
 def _actions(n: int = N, steps: int = STEPS, seed: int = 0) -> np.ndarray:
@@ -204,7 +204,7 @@ def test_the_deterministic_mode_runs_and_changes_nothing_on_the_cpu_device() -> 
     runs = []
     for deterministic in (False, True):
         warp = WarpOptions(device="cpu", deterministic=deterministic)
-        with make_env(TASK, BackendConfig(name="mjwarp", warp=warp), 4, 5) as env:
+        with make_env(TASK, MjwarpConfig(warp=warp), 4, 5) as env:
             assert bool(env.physics.m.opt.deterministic) == deterministic
             env.reset()
             runs.append([_snapshot(env.step(x)) for x in actions])

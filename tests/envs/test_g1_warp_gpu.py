@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from flashsac_bench.cli.train import train
-from flashsac_bench.config.backend import BackendConfig, WarpOptions
+from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
 from flashsac_bench.envs import make_env
 from flashsac_bench.runner.device_collector import DeviceCollector
 from flashsac_bench.runner.device_steps import DeviceSteps
@@ -34,7 +34,7 @@ CUDA = {"name": "cuda", "device": "cuda", "dtype": "bfloat16", "matmul_precision
 
 def _gpu_env(n: int = 6, deterministic: bool = False):
     warp = WarpOptions(device=DEVICE, deterministic=deterministic)
-    return make_env(TASK, BackendConfig(name="mjwarp", warp=warp), n, 5)
+    return make_env(TASK, MjwarpConfig(warp=warp), n, 5)
 
 
 def test_the_step_captures_as_graphs_that_replay_the_eager_step() -> None:

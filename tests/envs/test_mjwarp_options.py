@@ -3,15 +3,17 @@ env, learner or run dir exists; without the [mjwarp] extra, one line naming the 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_module
+from hydra.errors import ConfigCompositionException
 
 from flashsac_bench.config import ConfigError, register_configs, to_config
-from flashsac_bench.config.backend import BackendConfig, WarpOptions
+from flashsac_bench.config.backend import MjwarpConfig, MujocoConfig, WarpOptions
 from tests.fakes.runs import REPO
 
 register_configs()
@@ -26,8 +28,8 @@ def test_the_preset_composes_with_its_own_options() -> None:
     c = _config("backend=mjwarp", "hardware=cpu", "+experiment=smoke")
     assert c.backend.name == "mjwarp"
     # "auto" follows the learner: Warp's CPU device here, also on a machine with a GPU
-    assert c.backend.warp == WarpOptions(device="cpu", nconmax=48, njmax=384)
-    assert _config().backend.warp is None  # the default config carries no Warp option
+    assert c.backend == MjwarpConfig(warp=WarpOptions(device="cpu", nconmax=48, njmax=384))
+    assert _config().backend == MujocoConfig()  # the default config carries no Warp option
 
 
 @pytest.mark.parametrize(
@@ -38,6 +40,10 @@ def test_the_preset_composes_with_its_own_options() -> None:
         (["backend=mjwarp", "+backend.warp.nconmx=3"], "unknown key backend.warp.nconmx"),
         (["backend=mjwarp", "backend.warp.device=cuda"], "must run on the learner's device"),
         (["backend.name=bullet"], "backend.name must be one of ('mujoco', 'mjwarp')"),
+        (
+            ["backend.name=mjwarp"],
+            "backend=mujoco's options: choose the backend with backend=mjwarp",
+        ),
     ],
 )
 def test_a_bad_option_is_one_line(overrides: list[str], message: str) -> None:
@@ -57,9 +63,23 @@ def test_the_g1_walk_warp_preset_is_g1_walk_h200_on_4096_gpu_worlds() -> None:
     assert warp.learner == base.learner and warp.task == base.task
 
 
-def test_warp_options_belong_to_the_mjwarp_backend() -> None:
-    with pytest.raises(ConfigError, match="apply to backend=mjwarp only"):
-        BackendConfig(name="mujoco", warp=WarpOptions())
+@pytest.mark.parametrize(
+    ("overrides", "error", "message"),
+    [
+        (["backend.warp.overlap=false"], ConfigCompositionException, "backend.warp.overlap"),
+        (["backend=mjwarp", "backend.workers=2"], ConfigCompositionException, "backend.workers"),
+        (["backend=mjwarp", "+backend.mode=threads"], ConfigError,
+         "backend.mode (an option of backend=mujoco, not of backend=mjwarp)"),
+    ],
+)  # fmt: skip
+def test_each_backend_takes_only_its_own_options(overrides, error, message) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        _config(*overrides)
+    # a stored config (plain data) that mixes them: one line naming whose option it is
+    with pytest.raises(ConfigError, match=r"backend.warp \(an option of backend=mjwarp, not of"):
+        to_config({"backend": {"name": "mujoco", "warp": {"overlap": False}}})
+    with pytest.raises(ConfigError, match=r"backend.workers \(an option of backend=mujoco, not"):
+        to_config({"backend": {"name": "mjwarp", "workers": 2}})
 
 
 def test_without_the_extra_the_check_and_the_import_name_the_pip_command(monkeypatch) -> None:
@@ -67,12 +87,12 @@ def test_without_the_extra_the_check_and_the_import_name_the_pip_command(monkeyp
     monkeypatch.setitem(sys.modules, "mujoco_warp", None)
     monkeypatch.setitem(sys.modules, "warp", None)
     with pytest.raises(ConfigError) as err:
-        BackendConfig(name="mjwarp").check_available()
+        MjwarpConfig().check_available()
     assert str(err.value) == (
         "backend=mjwarp needs the [mjwarp] extra (warp, mujoco_warp not installed): "
         'pip install -e ".[mjwarp]"'
     )
-    BackendConfig(name="mujoco").check_available()  # the CPU backend needs nothing more
+    MujocoConfig().check_available()  # the CPU backend needs nothing more
     from flashsac_bench.envs.warp_physics import MissingExtraError, import_warp
 
     with pytest.raises(MissingExtraError, match=r'pip install -e "\.\[mjwarp\]"'):

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from flashsac_bench.config import ConfigError, register_configs, to_config
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.task import (
     CommandRanges,
     CurriculumConfig,
@@ -32,7 +32,7 @@ def _compose(*overrides: str) -> DictConfig:
 def test_yaml_groups_spell_out_the_dataclass_defaults() -> None:
     cfg = to_config(_compose())
     assert cfg.task == TaskConfig()
-    assert cfg.backend == BackendConfig()
+    assert cfg.backend == MujocoConfig()
     assert cfg.task.max_episode_steps == 1000
     assert cfg.task.sim_dt == pytest.approx(1 / 150)
 
@@ -58,7 +58,7 @@ def test_overrides_are_validated() -> None:
         (lambda: ResetConfig(root_vel=-0.5), "root_vel"),
         (lambda: TaskConfig(action_scale=0.0), "action_scale"),
         (lambda: TaskConfig(episode_length_s=0.001), "at least one control step"),
-        (lambda: BackendConfig(num_threads=-1), "num_threads"),
+        (lambda: MujocoConfig(num_threads=-1), "num_threads"),
     ],
 )
 def test_invalid_values_raise_config_error(build: Callable[[], object], match: str) -> None:
@@ -68,6 +68,6 @@ def test_invalid_values_raise_config_error(build: Callable[[], object], match: s
 
 def test_thread_count_resolution() -> None:
     cores = len(os.sched_getaffinity(0))
-    assert BackendConfig(num_threads=0).resolved_num_threads(1000) == cores
-    assert BackendConfig(num_threads=8).resolved_num_threads(3) == 3
-    assert BackendConfig(num_threads=2).resolved_num_threads(64) == 2
+    assert MujocoConfig(num_threads=0).resolved_num_threads(1000) == max(cores - 1, 1)
+    assert MujocoConfig(num_threads=8).resolved_num_threads(3) == 3
+    assert MujocoConfig(num_threads=2).resolved_num_threads(64) == 2

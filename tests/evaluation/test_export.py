@@ -23,7 +23,7 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.evaluation.policy import DeterministicActor
 from flashsac_bench.evaluation.trained import load_trained_learner
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
-from flashsac_bench.runner.checkpoint import save_checkpoint
+from flashsac_bench.runner.checkpoint import CheckpointError, save_checkpoint
 
 DIMS = Dims(obs=9, critic_obs=11, action=4)
 NUM_ENVS, BATCH = 4, 8
@@ -137,6 +137,30 @@ def test_a_checkpoint_written_with_run_tensorboard_still_loads(trained_run, tmp_
     old = save_checkpoint(tmp_path / "checkpoints" / trained_run.checkpoint.name, payload)
     trained = load_trained_learner(old)
     assert trained.config.logger.name == ("tensorboard" if tensorboard else "none")
+    obs = torch.randn(8, 98, generator=torch.Generator().manual_seed(0))
+    expected = trained_run.learner.act_deterministic(obs)
+    assert (trained.learner.act_deterministic(obs) - expected).abs().max().item() <= TOL
+
+
+@pytest.mark.parametrize("target_entropy", [None, -20.0])
+def test_a_checkpoint_written_before_the_config_diet_loads_or_is_refused_in_one_line(
+    trained_run, tmp_path, target_entropy
+):
+    # The config as checkpoints held it before update.name, update.target_frequency,
+    # path.fallback_to_compile and learner.target_entropy went and each backend got its schema.
+    payload = torch.load(trained_run.checkpoint, map_location="cpu", weights_only=True)
+    config = payload["config"]
+    config["update"].update(name="u2", target_frequency=1)
+    config["path"]["fallback_to_compile"] = True
+    config["learner"]["target_entropy"] = target_entropy
+    config["backend"]["warp"] = None
+    (tmp_path / "checkpoints").mkdir()
+    old = save_checkpoint(tmp_path / "checkpoints" / trained_run.checkpoint.name, payload)
+    if target_entropy is not None:  # a target this version cannot set: refused, one line
+        with pytest.raises(CheckpointError, match=r"learner\.target_entropy=-20\.0, an option"):
+            load_trained_learner(old)
+        return
+    trained = load_trained_learner(old)
     obs = torch.randn(8, 98, generator=torch.Generator().manual_seed(0))
     expected = trained_run.learner.act_deterministic(obs)
     assert (trained.learner.act_deterministic(obs) - expected).abs().max().item() <= TOL

@@ -36,7 +36,8 @@ def test_parity_cpu_is_the_smoke_size_on_the_cpu():
     assert c.hardware.resolved_device() == "cpu" and c.path.name == "compile"
     assert (c.learner, c.replay) == (smoke.learner, smoke.replay)
     assert c.run.num_envs == smoke.run.num_envs
-    assert c.hardware.torch_threads + c.backend.num_threads == 2  # the 2 CI cores, split
+    plan = c.backend.plan(c.run.num_envs, cores=2)  # the 2 CI cores, split
+    assert c.hardware.torch_threads + plan.threads == 2 and plan.mode == "threads"
 
 
 def test_g1_walk_fast_is_g1_walk_h200_with_twice_the_updates_on_half_the_envs():

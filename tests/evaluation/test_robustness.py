@@ -10,7 +10,7 @@ import pytest
 from flashsac_bench.cli.errors import UsageError
 from flashsac_bench.cli.evaluate import TOOL, evaluate
 from flashsac_bench.cli.tool import compose_options
-from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.task import CommandRanges, TaskConfig
 from flashsac_bench.envs import make_env
@@ -36,7 +36,7 @@ EDGES = [
 
 def _env(n: int):
     # In-process (threads): the test reads the MuJoCo models through env.physics.
-    return make_env(TaskConfig(), BackendConfig(mode="threads", num_threads=1), n, 3)
+    return make_env(TaskConfig(), MujocoConfig(mode="threads", num_threads=1), n, 3)
 
 
 def test_the_robustness_option():

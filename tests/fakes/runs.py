@@ -35,7 +35,7 @@ def tiny_config(
     cpu = {"name": "cpu", "device": "cpu", "dtype": "float32", "torch_threads": 1}
     return to_config(
         {
-            "update": {"name": update, "updates_per_step": ups, "policy_frequency": 2},
+            "update": {"updates_per_step": ups, "policy_frequency": 2},
             "path": {"name": path},
             "hardware": hardware or cpu,
             "backend": backend or {"mode": "threads"},

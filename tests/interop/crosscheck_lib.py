@@ -149,7 +149,7 @@ def make_learner(seed: int = 0, small: bool = False) -> FlashSACLearner:
     cfg = LearnerConfig(**(SMALL_LEARNER if small else {}))
     learner = FlashSACLearner(
         cfg,
-        UpdateConfig(name="u1", updates_per_step=1, policy_frequency=1),
+        UpdateConfig(updates_per_step=1, policy_frequency=1),
         SMALL_DIMS if small else DIMS,
         num_envs=NUM_ENVS,
         batch_size=SMALL_BATCH if small else BATCH,

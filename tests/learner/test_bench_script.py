@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from flashsac_bench.bench.learner_bench import scaling_series
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +23,7 @@ def test_bench_learner_times_every_align_and_skips_variants_that_cannot_change_a
     out = tmp_path / "rows.json"
     argv = ["--device", "cpu", "--dtype", "float32", "--tiny", "--batch-sizes", "32,64"]
     argv += ["--updates", "2", "--paths", "eager", "--eager-cycles", "2", "--warmup", "1"]
-    argv += ["--gemm-align", "1,8", "--path-variants", "base;fallback_to_compile=false"]
+    argv += ["--gemm-align", "1,8", "--path-variants", "base;inductor_options.max_autotune=true"]
     proc = _bench([*argv, "--output", str(out)])
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(out.read_text())
@@ -92,11 +94,11 @@ def test_inductor_option_items_gather_into_one_dict():
     from flashsac_bench.bench.synthetic import parse_options
 
     got = parse_options(
-        "fallback_to_compile=false,inductor_options.max_autotune_gemm=true,"
+        'name="compile",inductor_options.max_autotune_gemm=true,'
         'inductor_options.triton.max_tiles=2,inductor_options.max_autotune_gemm_backends="TRITON"'
     )
     assert got == (
-        ("fallback_to_compile", False),
+        ("name", "compile"),
         (
             "inductor_options",
             {
@@ -106,7 +108,7 @@ def test_inductor_option_items_gather_into_one_dict():
             },
         ),
     )
-    for bad in ("fallback_to_compile=true,fallback_to_compile=false", "fallback_to_compile"):
+    for bad in ("inductor_options=1,inductor_options.x=2", 'name="a",name="b"', "name"):
         try:
             parse_options(bad)
         except ValueError:
@@ -128,3 +130,26 @@ def test_count_ops_counts_ours_and_upstreams_eager_cycle(tmp_path):
     assert report["fused_kernels"] is False  # no kernels on the CPU: the references run
     assert 0 < report["ours"]["ops"] <= 1600  # the eager launch budget of a tiny u2 cycle
     assert report["unilab-rl"]["ops"] > 0 and report["unilab-rl"]["wall_median_ms"] > 0
+
+
+def test_a_failed_capture_fails_the_benchmark_configuration(monkeypatch):
+    """A run goes on with the compiled steps when the capture fails; a benchmark of the
+    cudagraph path must not time them under its name."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from flashsac_bench.bench import learner_bench
+    from flashsac_bench.bench.synthetic import Setup
+
+    def fake(fallback: bool):
+        path = SimpleNamespace(fallback=fallback)
+        return SimpleNamespace(path=path, device=torch.device("cpu"), warmup=lambda: None,
+                               update=lambda: None)  # fmt: skip
+
+    monkeypatch.setattr(learner_bench, "build_learner", lambda setup, path: fake(True))
+    with pytest.raises(RuntimeError, match="capture of the cycle failed"):
+        learner_bench.time_ours(Setup(batch_size=8, updates_per_step=2), "cudagraph", 1, 0)
+    monkeypatch.setattr(learner_bench, "build_learner", lambda setup, path: fake(False))
+    timing, _ = learner_bench.time_ours(Setup(batch_size=8, updates_per_step=2), "cudagraph", 2, 0)
+    assert len(timing.samples_ms) == 2

@@ -135,7 +135,7 @@ def test_compiled_paths_with_the_op_agree_bit_for_bit(monkeypatch):
     plain = tiny_learner("eager")
     pure = _learner("compile", monkeypatch)
     writing = _learner("compile", monkeypatch)
-    writing.path = paths.CapturedPath(writing.path.cycle, "cpu", {}, fallback=True)
+    writing.path = paths.CapturedPath(writing.path.cycle, "cpu", {})
     writing.path.fallback = True
     for _ in range(2):
         pure.update()

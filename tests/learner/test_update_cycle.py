@@ -32,8 +32,7 @@ def test_plans_follow_unilab_order():
     assert [op.batch for op in u8 if op.kind == "actor"] == [0, 2, 4, 6]
     every = plan_cycle(UpdateConfig(updates_per_step=2, policy_frequency=1))
     assert [op.kind for op in every] == ["critic", "actor", "critic", "actor"]
-    tf = plan_cycle(UpdateConfig(updates_per_step=4, policy_frequency=4, target_frequency=2))
-    assert [op.update_target for op in tf if op.kind == "critic"] == [True, False, True, False]
+    assert all(op.update_target for op in u8 if op.kind == "critic")  # Polyak after each
 
 
 def test_full_cycle_changes_exactly_the_expected_state():

@@ -42,9 +42,12 @@ CASES = [
     Case("resume_nothing_to_do", ["run.resume={ckpt}", "run.iterations=5"],
          ["iteration 10", "run.iterations=N with N > 10"]),
     Case("resume_other_update", ["run.resume={ckpt}", "update=u8", "run.iterations=20"],
-         ["update.name (checkpoint 'u2', now 'u8')", "update.updates_per_step"]),
+         ["update.updates_per_step (checkpoint 2, now 8)"]),
     # composition errors
     Case("unknown_key", ["update.no_such_key=1"], ["update.no_such_key"]),
+    Case("removed_key", ["update.name=u16"], ["update.name (removed: the label is derived"]),
+    Case("other_backends_key", ["backend=mjwarp", "backend.workers=2"],
+         ["backend.workers (an option of backend=mujoco, not of backend=mjwarp)"]),
     Case("wrong_type", ["update.updates_per_step=abc"], ["update.updates_per_step", "abc"]),
     Case("no_such_option", ["update=u3"], ["update/u3", "u2, u8"]),
     Case("sweep_value_without_m", ["update=u2,u8"], ["update=u2,u8", "--multirun"]),

@@ -153,7 +153,8 @@ def test_training_config_command_and_environment(tiny_run):
     assert tc["temperature_updates_per_iteration"] == 1
     assert (tc["num_envs"], tc["batch_size"], tc["replay_capacity"]) == (16, 32, 256)
     assert (tc["path"], tc["executor"], tc["device"]) == ("eager", "eager", "cpu")
-    assert s["config"]["run"]["num_envs"] == 16 and s["config"]["update"]["name"] == "u2"
+    assert s["config"]["run"]["num_envs"] == 16 and s["config"]["update"]["updates_per_step"] == 2
+    assert tc["update"] == "u2"
     assert "run.num_envs=16" in s["command"]["command"]
     assert s["command"]["command"].startswith("python -m flashsac_bench ")
     assert s["device"]["torch"] and s["device"]["device"] == "cpu"
