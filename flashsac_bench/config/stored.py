@@ -32,6 +32,9 @@ REMOVED: dict[str, tuple[Any, str]] = {
         "a run whose CUDA graph capture fails goes on with the compiled steps",
     ),
     "learner.target_entropy": (None, "the target entropy follows learner.temp_target_sigma"),
+    "run.capture_device_steps": (ANY, "act and store are captured on CUDA, the same math"),
+    "run.background_checkpoints": (ANY, "periodic checkpoints are written in the background"),
+    "run.skip_first": (ANY, "the summary's statistics cover the last run.summary_last rows"),
 }
 
 
