@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--kernels",
-        default="on",
+        default="off",
         choices=["on", "off", "on,off", "off,on"],
         help="the fused kernels (learner/kernels, CUDA only) on, off, or both side by side",
     )

@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
     )
     ap.add_argument(
-        "--kernels", default="on", choices=["on", "off"], help="the fused kernels (learner/kernels)"
+        "--kernels", default="off", choices=["on", "off"], help="the fused kernels (opt-in)"
     )
     args = ap.parse_args(argv)
     options = {}
