@@ -23,9 +23,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
 import torch
 
-from flashsac_bench.bench.learner_grid import run
+from lab.bench.learner_grid import run
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flashsac_bench.bench import env_bench as eb
+from lab.bench import env_bench as eb
 from flashsac_bench.envs.shards import InlineShards
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_env.py"

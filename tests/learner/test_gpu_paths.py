@@ -8,7 +8,7 @@ import weakref
 import pytest
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
+from lab.bench.synthetic import Setup, build_learner
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.device_steps import DeviceSteps
 

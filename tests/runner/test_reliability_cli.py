@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from flashsac_bench.analysis.compare import comparison_frame
-from flashsac_bench.analysis.parity_runs import load_run
+from lab.analysis.parity_runs import load_run
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.liveness import run_state
 from flashsac_bench.runner.resume import (

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
+from lab.bench.synthetic import Setup, build_learner
 from flashsac_bench.cli.train import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import Staging

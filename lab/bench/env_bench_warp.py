@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from flashsac_bench.bench.env_bench import CEILING_PERIOD, BenchArgs, actions_for
+from lab.bench.env_bench import CEILING_PERIOD, BenchArgs, actions_for
 from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.envs.g1_layout import G1Layout

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
+from lab.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.state import METRIC_INDEX
 
 

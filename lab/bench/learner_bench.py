@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
+from lab.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.learner import FlashSACLearner
 
 
