@@ -8,9 +8,9 @@ import weakref
 import pytest
 import torch
 
-from lab.bench.synthetic import Setup, build_learner
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.device_steps import DeviceSteps
+from lab.bench.synthetic import Setup, build_learner
 
 pytestmark = pytest.mark.gpu
 
