@@ -14,7 +14,7 @@ spreads over all of them):
 Per iteration: iter_ms (host wall, from one act to the next, as the loop's rows), env_step_ms
 (device time of the env step, CUDA events) and learner_ms (device time of the update). The
 summary gives medians per mode and the ratio of each mode's iteration to env step + learner
-(device times of the serial mode): what issue 45's target (<= 0.8) is stated in.
+(device times of the serial mode): what the overlap's target is stated in.
 """
 
 from __future__ import annotations

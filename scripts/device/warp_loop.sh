@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backend=mjwarp's loop on a lent GPU (issue 45), after `warp_carry.sh install` (Warp in
+# backend=mjwarp's loop on a lent GPU, after `warp_carry.sh install` (Warp in
 # /tmp/site). One step per call, in this order; each starts nothing that cannot finish before
 # its deadline and leaves its logs and results under $OUT (at most 4 files a step).
 #   bash scripts/device/warp_loop.sh tests [deadline]     ~3-4 min on a cold Warp kernel cache
