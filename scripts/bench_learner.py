@@ -21,6 +21,7 @@ from the rows with --plot-from):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from pathlib import Path
 
 import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
@@ -84,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         args.batch_sizes, args.updates = "256,1024,2048,4096,8192", "8"
         args.paths = "compile,cudagraph"
         args.reference, args.reference_configs = "unilab-rl", "all"
+    if args.reference == "unilab-rl" and importlib.util.find_spec("uni_rl") is None:
+        ap.error("--reference unilab-rl: not installed; pip install --no-deps unilab-rl==1.4.15")
     return run(args)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -12,6 +13,10 @@ import pytest
 from lab.bench.learner_bench import scaling_series
 
 ROOT = Path(__file__).resolve().parents[2]
+HAS_UNILAB = importlib.util.find_spec("uni_rl") is not None
+needs_unilab = pytest.mark.skipif(
+    not HAS_UNILAB, reason="needs unilab-rl: pip install --no-deps unilab-rl==1.4.15 (CI does)"
+)
 
 
 def _bench(argv: list[str]) -> subprocess.CompletedProcess:
@@ -60,6 +65,7 @@ def test_scaling_plot_from_rows(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@needs_unilab
 def test_the_reference_times_upstreams_eager_beside_ours(tmp_path):
     """--reference unilab-rl with eager among the paths: unilab-rl's own eager mode on the same
     networks and batches, one row, and the eager ratio in the table (its graph needs CUDA: on
@@ -76,6 +82,15 @@ def test_the_reference_times_upstreams_eager_beside_ours(tmp_path):
     line = proc.stdout.split("ratios within this run")[1].splitlines()[2].split()
     ours, theirs = rows[0]["median_ms"], rows[1]["median_ms"]
     assert line[:2] == ["32", "2"] and line[8] == f"{ours / theirs:.2f}x"
+
+
+@pytest.mark.skipif(HAS_UNILAB, reason="unilab-rl is installed: the reference runs")
+def test_the_reference_without_unilab_rl_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "rows.json"
+    argv = ["--device", "cpu", "--tiny", "--reference", "unilab-rl", "--output", str(out)]
+    proc = _bench(argv)
+    assert proc.returncode == 2 and not out.exists()
+    assert proc.stderr.strip().splitlines()[-1].endswith("pip install --no-deps unilab-rl==1.4.15")
 
 
 def test_a_failing_variant_is_reported_and_the_rest_still_runs(tmp_path):
@@ -129,7 +144,10 @@ def test_count_ops_counts_ours_and_upstreams_eager_cycle(tmp_path):
     report = json.loads(out.read_text())
     assert report["fused_kernels"] is False  # no kernels on the CPU: the references run
     assert 0 < report["ours"]["ops"] <= 1600  # the eager launch budget of a tiny u2 cycle
-    assert report["unilab-rl"]["ops"] > 0 and report["unilab-rl"]["wall_median_ms"] > 0
+    if HAS_UNILAB:
+        assert report["unilab-rl"]["ops"] > 0 and report["unilab-rl"]["wall_median_ms"] > 0
+    else:  # ours alone, and the report says why
+        assert "unilab-rl" not in report and "no unilab-rl" in proc.stdout
 
 
 def test_a_failed_capture_fails_the_benchmark_configuration(monkeypatch):
