@@ -12,6 +12,7 @@ from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.runner.env_factory import (
     EnvFactory,
     env_factory_is_default,
@@ -32,6 +33,7 @@ def check_model_file(config: Config) -> Any:
     """Parse and compile the task's model (an external task.model_file, or the built-in G1) as
     the env will, find everything the task needs in it (joints, actuators, sites for the
     sensors, the `stand` keyframe) and check its physics values (g1_model.check_physics)."""
+    assert isinstance(config.task, TaskConfig)
     model_file = config.task.model_file
     import mujoco
 
@@ -61,15 +63,30 @@ def check_model_file(config: Config) -> Any:
     return model
 
 
+def check_gymnasium_task(config: Config) -> None:
+    """task=gymnasium: its extra installed, its env id known to Gymnasium and an env the
+    adapter can step (envs.gymnasium_env.check_task makes one)."""
+    task = config.task
+    assert isinstance(task, GymnasiumTaskConfig)
+    task.check_available()
+    from flashsac_bench.envs.gymnasium_env import check_task
+
+    check_task(task)
+
+
 def check_stored_model(trained: Any) -> None:
     """The model a checkpoint carries (evaluation.trained.TrainedLearner), checked as
     task.model_file is before a run (a G1 with what the task needs, sound physics), so that
-    evaluate and export refuse a stored model that is not a G1 before any work."""
+    evaluate and export refuse a stored model that is not a G1 before any work. A Gymnasium
+    task's env is checked as before a run."""
     from dataclasses import replace
 
     from flashsac_bench.evaluation.trained import trained_task
     from flashsac_bench.runner.checkpoint import CheckpointError
 
+    if isinstance(trained.config.task, GymnasiumTaskConfig):
+        check_gymnasium_task(trained.config)
+        return
     with trained_task(trained) as task:
         if task.model_file is None:
             return  # the built-in G1 of this version (trained_task warns when it differs)
@@ -170,11 +187,15 @@ def check_memory(config: Config, model: Any | None = None) -> None:
 def check_runtime(config: Config, env_factory: EnvFactory | None = None) -> None:
     """Device availability, the logger's package (and W&B login), the env factory
     (FLASHSAC_BENCH_ENV_FACTORY) and, for the built-in env, the backend's packages and the model
-    file. Raises a ConfigError subclass."""
+    file (task=gymnasium: its extra and its env). Raises a ConfigError subclass."""
     config.hardware.check_available()
     config.logger.check_available()  # logger=wandb without its extra: the pip command
     resolve_env_factory(env_factory)
-    if env_factory_is_default(env_factory):
+    model = None
+    if env_factory_is_default(env_factory) and isinstance(config.task, GymnasiumTaskConfig):
+        check_gymnasium_task(config)  # task=gymnasium without its extra: the pip command
+    elif env_factory_is_default(env_factory):
+        assert config.backend is not None  # a G1 task has one (Config)
         config.backend.check_available()  # backend=mjwarp without its extra: the pip command
-    model = check_model_file(config) if env_factory_is_default(env_factory) else None
+        model = check_model_file(config)
     check_memory(config, model)

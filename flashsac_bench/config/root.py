@@ -5,7 +5,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from flashsac_bench.config.backend import BackendConfig, MjwarpConfig, same_device
+from flashsac_bench.config.backend import BackendConfig, EnvPlan, MjwarpConfig, same_device
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.keys import suggest, unknown_key_hint, unknown_keys
@@ -13,7 +13,7 @@ from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.logger import LoggerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.run import ReplayConfig, RunConfig
-from flashsac_bench.config.task import BaseTaskConfig, TaskConfig
+from flashsac_bench.config.task import BaseTaskConfig, GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.config.values import require_bounded, require_no_interpolation
 
@@ -89,6 +89,13 @@ class Config:
                 f"replay.learning_starts={self.replay.learning_starts} exceeds "
                 f"replay.replay_buffer_n={self.replay.replay_buffer_n}: learning would never start."
             )
+
+    def env_plan(self) -> EnvPlan:
+        """How the run's envs are stepped: by the backend, or by a task that steps its own."""
+        if self.backend is not None:
+            return self.backend.plan(self.run.num_envs)
+        assert isinstance(self.task, GymnasiumTaskConfig)  # the one task without a backend
+        return self.task.plan(self.run.num_envs)
 
     @property
     def replay_capacity(self) -> int:

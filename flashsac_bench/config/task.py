@@ -4,6 +4,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.options import OptionGroup, installed
 from flashsac_bench.config.values import FLOAT_BOUND, INT_MAX, ranged, require_bounded
@@ -289,6 +290,12 @@ class GymnasiumTaskConfig(BaseTaskConfig):
     @property
     def stepped_by(self) -> str:
         return f"Gymnasium's vector env, task.vectorization={self.vectorization}"
+
+    def plan(self, num_envs: int) -> EnvPlan:
+        """Sync: every env in this process; async: one worker process per env."""
+        if self.vectorization == "async":
+            return EnvPlan("async", num_envs, 1)
+        return EnvPlan("sync", 0, 1)
 
     def check_available(self) -> None:
         if not installed("gymnasium"):
