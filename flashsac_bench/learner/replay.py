@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-
 # The one-number columns of a row (the others are vectors of the env's sizes).
 SCALAR_COLUMNS = ("rewards", "terminated", "truncated")
 
