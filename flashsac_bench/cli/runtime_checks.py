@@ -88,6 +88,7 @@ def check_stored_model(trained: Any) -> None:
         check_gymnasium_task(trained.config)
         return
     with trained_task(trained) as task:
+        assert isinstance(task, TaskConfig)
         if task.model_file is None:
             return  # the built-in G1 of this version (trained_task warns when it differs)
         try:

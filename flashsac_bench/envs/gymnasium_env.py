@@ -77,6 +77,9 @@ class EnvFacts:
             "gymnasium": gym.__version__,
             "sha256": hashlib.sha256(ident.encode()).hexdigest(),
             "files": None,
+            "action_low": list(self.action_low),
+            "action_high": list(self.action_high),
+            "dt": self.dt,
         }
 
 
@@ -128,8 +131,10 @@ def check_task(task: GymnasiumTaskConfig) -> EnvFacts:
 def make_one(env_id: str, render_mode: str | None = None, **kwargs: Any) -> gym.Env[Any, Any]:
     """gymnasium.make(env_id) wrapped so that its state can be read and restored; an unknown id
     is a ConfigError (one line)."""
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
     try:
-        env = gym.make(env_id, render_mode=render_mode, **kwargs)
+        env = gym.make(env_id, **kwargs)
     except gym.error.Error as err:
         raise ConfigError(f"task.env_id={env_id}: {err}") from None
     return StateAccess(env)
