@@ -76,7 +76,8 @@ def warn_oversubscription(env_threads: int) -> None:
         log.warning(
             "learner threads (%d) + env threads (%d) exceed the %d cores this process may "
             "use; OpenMP spin-waits then slow update cycles many-fold while the collector "
-            "runs. Set hardware.torch_threads and backend.num_threads to split the cores.",
+            "runs. Set hardware.torch_threads and backend.num_threads (task=gymnasium: "
+            "task.vectorization=sync) to split the cores.",
             learner,
             env_threads,
             cores,
