@@ -50,9 +50,9 @@ GYMNASIUM_MISSING = 'needs the [gymnasium] extra (gymnasium): pip install -e ".[
 @pytest.fixture(scope="session")
 def gymnasium_extra() -> None:
     """Skips, naming the install command, where the [gymnasium] extra is not installed."""
-    import importlib.util
+    from flashsac_bench.config.options import installed
 
-    if importlib.util.find_spec("gymnasium") is None:
+    if not installed("gymnasium"):
         pytest.skip(GYMNASIUM_MISSING)
 
 

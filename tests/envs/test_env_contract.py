@@ -32,9 +32,11 @@ ENVS: dict[str, Callable[[], VecEnv]] = {
 
 def _gymnasium(vectorization: str) -> VecEnv:
     """task=gymnasium's adapter over a MuJoCo env with contacts and terminations."""
+    from flashsac_bench.config.options import installed
     from tests.conftest import GYMNASIUM_MISSING
 
-    pytest.importorskip("gymnasium", reason=GYMNASIUM_MISSING)
+    if not installed("gymnasium"):
+        pytest.skip(GYMNASIUM_MISSING)
     task = GymnasiumTaskConfig(env_id="Hopper-v5", vectorization=vectorization)
     return make_env(task, None, N, 1)
 
