@@ -165,3 +165,31 @@ def test_the_command_line_runs_the_task_and_refuses_a_backend_with_it(tmp_path):
     line = bad.stderr.strip().splitlines()[-1]
     assert "backend=mujoco with task=gymnasium" in line and "drop backend=mujoco" in line
     assert np.isfinite(read_summary(tmp_path / "run")["rows_all"][-1]["critic_loss"])
+
+
+def test_gymnasium_runs_compare_like_the_g1s(runs, tmp_path):
+    """A sweep's comparison (the Hydra callback's write_comparison) over Gymnasium runs: one row
+    per run, its task the env, its last return; runs of one env and setup share a baseline."""
+    from flashsac_bench.analysis.compare import comparison_frame, find_run_dirs, write_comparison
+
+    tmp, _ = runs
+    files = write_comparison([tmp / "a", tmp / "b"], tmp_path)
+    assert files is not None and all(p.exists() for p in files.values())
+    df = comparison_frame(find_run_dirs([tmp / "a", tmp / "b"]))
+    assert list(df["task"]) == [ENV_ID, ENV_ID]
+    summary = read_summary(tmp / "a")
+    assert (
+        df.loc[df["run"] == "a", "return"].item() == summary["rows_all"][-1]["episode_return_mean"]
+    )
+    assert f"| a | {ENV_ID} |" in files["comparison.md"].read_text()
+
+
+def test_the_memory_check_sizes_a_gymnasium_run_by_its_env():
+    from flashsac_bench.cli.runtime_checks import check_gymnasium_task, memory_needs
+
+    config = gym_config("Humanoid-v5")
+    dims = check_gymnasium_task(config)
+    assert dims == (348, 348, 17)  # Humanoid-v5's observation, as the policy and the critic's
+    width = 4 * 348 + 17 + 3  # obs, critic obs and their next, action, reward, two flags
+    ring = memory_needs(config, None, dims)["host"]["replay ring checkpoint copy"]
+    assert ring == config.replay_capacity * width * 4
