@@ -1,6 +1,6 @@
 """The training loop with a device env (backend=mjwarp), timed per lane in one process: the env
 step alone, the learner alone, one after the other, and beside each other on a stream of each
-priority (flashsac_bench/bench/device_loop.py says exactly what each mode runs).
+priority (lab/bench/device_loop.py says exactly what each mode runs).
 
     python scripts/bench_device_loop.py +experiment=g1_walk_warp run.num_envs=2048 \
         update.updates_per_step=16 replay.batch_size=2048 \
@@ -17,7 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from flashsac_bench.bench import device_loop
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
+
+from lab.bench import device_loop
 
 
 def compose(overrides: list[str]):

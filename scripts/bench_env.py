@@ -9,14 +9,14 @@
 
 Layouts: `--threads T` = the in-process thread pool of T threads (backend.mode=threads),
 `--workers K` = K worker processes (backend.workers=K). `--ceiling` adds, for every layout, the
-raw physics of the same model in the same layout (flashsac_bench/bench/env_bench.py says
+raw physics of the same model in the same layout (lab/bench/env_bench.py says
 exactly what it runs), so each figure is also a fraction of what the machine can do.
 `--results` appends one row per (layout, num_envs) to a JSON list; `--deadline` stops starting
 new measurements after that many seconds (what finished is kept and written).
 
 `--backend mjwarp` (the [mjwarp] extra) adds one row per num_envs for the MuJoCo Warp backend on
 `--warp-device` (auto: CUDA when present; Warp's CPU device is for testing), mode "device", with
-`--ceiling` its physics-only rate in the same worlds (flashsac_bench/bench/env_bench_warp.py);
+`--ceiling` its physics-only rate in the same worlds (lab/bench/env_bench_warp.py);
 `--backend mujoco mjwarp` times both, side by side. Every row says its `backend`.
 """
 
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 
-from flashsac_bench.bench.env_grid import run
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
+
+from lab.bench.env_grid import run
 
 
 def main(argv: list[str] | None = None) -> int:

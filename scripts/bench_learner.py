@@ -23,9 +23,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
 import torch
 
-from flashsac_bench.bench.learner_grid import run
+from lab.bench.learner_grid import run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--kernels",
-        default="on",
+        default="off",
         choices=["on", "off", "on,off", "off,on"],
         help="the fused kernels (learner/kernels, CUDA only) on, off, or both side by side",
     )

@@ -41,8 +41,10 @@ import argparse
 import logging
 from pathlib import Path
 
-from flashsac_bench.analysis.parity import run_parity
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
+
 from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
+from lab.analysis.parity import run_parity
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

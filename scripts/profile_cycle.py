@@ -14,8 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from flashsac_bench.bench.kernel_profile import count_eager_ops, profile_cycle
-from flashsac_bench.bench.synthetic import Setup, parse_options
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
+
+from lab.bench.kernel_profile import count_eager_ops, profile_cycle
+from lab.bench.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
     )
     ap.add_argument(
-        "--kernels", default="on", choices=["on", "off"], help="the fused kernels (learner/kernels)"
+        "--kernels", default="off", choices=["on", "off"], help="the fused kernels (opt-in)"
     )
     args = ap.parse_args(argv)
     options = {}

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from flashsac_bench.bench.numerics import validate
-from flashsac_bench.bench.synthetic import add_setup_arguments, setup_from_args
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
+
+from lab.bench.numerics import validate
+from lab.bench.synthetic import add_setup_arguments, setup_from_args
 
 
 def main(argv: list[str] | None = None) -> int:

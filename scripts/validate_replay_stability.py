@@ -11,10 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
 import torch
 
-from flashsac_bench.bench.stability import validate
-from flashsac_bench.bench.synthetic import Setup, parse_options
+from lab.bench.stability import validate
+from lab.bench.synthetic import Setup, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:

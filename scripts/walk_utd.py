@@ -11,7 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from flashsac_bench.analysis.walk_utd import report
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
+
+from lab.analysis.walk_utd import report
 
 
 def main(argv: list[str] | None = None) -> int:

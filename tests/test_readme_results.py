@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from flashsac_bench.analysis.walk_utd import walk_median
+from lab.analysis.walk_utd import walk_median
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"

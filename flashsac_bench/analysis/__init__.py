@@ -1,3 +1,3 @@
-"""Analysis of finished runs: the learning-parity statistics, report and plots
-(scripts/learning_parity.py) and the sweep comparison tables (scripts/compare.py and the
-Hydra callback that rebuilds them after every multirun job)."""
+"""The sweep comparison: one table and plot over a multirun's run dirs (scripts/compare.py, and
+the Hydra callback that rebuilds them after every multirun job). The parity statistics and
+walk tables are the lab's (lab/analysis): the product never imports the lab."""

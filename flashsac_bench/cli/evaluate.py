@@ -101,6 +101,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     import torch
 
     from flashsac_bench.envs import TaskEnv, make_env
+    from flashsac_bench.envs.api import VecEnv
     from flashsac_bench.evaluation.trained import load_trained_learner, run_dir_of, trained_task
     from flashsac_bench.runner.summary import git_info, write_json
 
@@ -148,6 +149,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
             run starts from the same states, so robustness conditions compare with nominal."""
             env = make_env(task, backend, envs, ec.seed)
             try:
+                assert isinstance(env, VecEnv)  # CPU MuJoCo, the reference physics (see above)
                 scale_note = _apply_penalty_scale(env, trained.payload, ec.penalty_scale)
                 if condition is not None:
                     apply_condition(env, condition)

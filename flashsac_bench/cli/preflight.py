@@ -258,7 +258,7 @@ def checked_job(cfg: Any, config_name: str, check: Check) -> Job:
     without `hydra`) checked here by `check` -- a job process started elsewhere."""
     from hydra.core.hydra_config import HydraConfig
 
-    hc = HydraConfig.get()
+    hc: Any = HydraConfig.get()  # a DictConfig at runtime (typed as the HydraConf schema)
     planned = _planned_job(hc, config_name)
     if planned is not None:
         return planned
@@ -286,4 +286,4 @@ def _task_overrides(overrides: list[str]) -> list[str]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(overrides)
-    return [o.input_line for o in parsed if not o.is_hydra_override()]
+    return [o.input_line for o in parsed if o.input_line is not None and not o.is_hydra_override()]

@@ -147,7 +147,7 @@ def hydra_context() -> tuple[Path | None, dict[str, Any]]:
         from hydra.core.hydra_config import HydraConfig
         from hydra.types import RunMode
 
-        hc = HydraConfig.get()
+        hc: Any = HydraConfig.get()  # a DictConfig at runtime (typed as the HydraConf schema)
     except (ImportError, ValueError):
         return None, {"argv": list(sys.argv), "cwd": os.getcwd()}
     overrides = list(hc.overrides.task)

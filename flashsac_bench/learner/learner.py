@@ -71,14 +71,16 @@ class FlashSACLearner:
         path: PathConfig | None = None,
         seed: int = 1,
         gemm_align: int = 1,
-        fused_kernels: bool = True,
+        fused_kernels: bool = False,
     ) -> None:
         if dtype not in _DTYPES:
             raise ValueError(f"learner dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         if gemm_align < 1:
             raise ValueError(f"gemm_align must be >= 1, got {gemm_align}")
         self.gemm_align = gemm_align
-        # The fused kernels run where they can (learner.kernels: CUDA); off, their references.
+        # The fused kernels (learner.kernels) are opt-in, for the benchmark's side by side, until
+        # they pass the GPU tests (docs/results.md, 'The fused kernels'); where asked for they run
+        # where they can (CUDA), elsewhere and by default their references.
         self.fused_kernels = fused_kernels and kernels.enabled(device)
         if batch_size > replay_capacity:
             raise ValueError(f"batch_size {batch_size} > replay capacity {replay_capacity}")

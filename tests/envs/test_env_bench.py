@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flashsac_bench.bench import env_bench as eb
 from flashsac_bench.envs.shards import InlineShards
+from lab.bench import env_bench as eb
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_env.py"
 

@@ -20,8 +20,8 @@ import torch
 from flashsac_bench.cli.train import train
 from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
 from flashsac_bench.envs import make_env
+from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.device_collector import DeviceCollector
-from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.loop import Runner
 from tests.envs.test_g1_warp import TASK, _actions, _compare_rows, _cpu, _snapshot
 from tests.fakes.runs import read_summary, tiny_config
@@ -67,7 +67,7 @@ def test_rows_match_the_cpu_backend_from_the_same_states() -> None:
 
 
 def test_a_cudagraph_run_replays_graphs_without_hidden_syncs(tmp_path, monkeypatch) -> None:
-    original = Runner._train
+    original = Runner.learn
 
     def strict(self, *args):
         torch.cuda.set_sync_debug_mode("error")
@@ -76,7 +76,7 @@ def test_a_cudagraph_run_replays_graphs_without_hidden_syncs(tmp_path, monkeypat
         finally:
             torch.cuda.set_sync_debug_mode("default")
 
-    monkeypatch.setattr(Runner, "_train", strict)
+    monkeypatch.setattr(Runner, "learn", strict)
     backend = {"name": "mjwarp", "warp": {"device": "cuda"}}
     cfg = tiny_config(num_envs=64, iterations=20, path="cudagraph", hardware=CUDA, backend=backend)
     train(cfg, run_dir=tmp_path)
@@ -94,7 +94,7 @@ def test_the_env_tick_runs_beside_the_update(tmp_path, monkeypatch) -> None:
     """Device time of every learning iteration: the update (on the loop's stream) starts
     before the env's tick (on its lane's stream) ends. A serial order fails this."""
     starts: list[torch.cuda.Event] = []
-    original_update = DeviceSteps.update
+    original_update = FlashSACLearner.update
 
     def update(self) -> None:
         starts.append(torch.cuda.Event(enable_timing=True))
@@ -113,7 +113,7 @@ def test_the_env_tick_runs_beside_the_update(tmp_path, monkeypatch) -> None:
             gaps.append(tick_start.elapsed_time(start) - result.cycle_ms)
         return result
 
-    monkeypatch.setattr(DeviceSteps, "update", update)
+    monkeypatch.setattr(FlashSACLearner, "update", update)
     monkeypatch.setattr(DeviceCollector, "wait", wait)
     backend = {"name": "mjwarp", "warp": {"device": "cuda"}}
     cfg = tiny_config(num_envs=512, iterations=24, path="cudagraph", hardware=CUDA, backend=backend)

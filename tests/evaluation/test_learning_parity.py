@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashsac_bench.analysis.parity import lockstep_divergence, time_to_threshold, verdict
-from flashsac_bench.analysis.parity_runs import (
+from lab.analysis.parity import lockstep_divergence, time_to_threshold, verdict
+from lab.analysis.parity_runs import (
     FINAL_METRICS,
     LOSS_METRICS,
     ROW_METRICS,
@@ -36,7 +36,7 @@ from flashsac_bench.analysis.parity_runs import (
     group_runs,
     load_run,
 )
-from flashsac_bench.analysis.parity_stats import mean_ci, permutation_test, t975
+from lab.analysis.parity_stats import mean_ci, permutation_test, t975
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUND = 1e-2
@@ -214,7 +214,7 @@ def test_lockstep_divergence_by_hand():
 
 
 def test_setup_seconds_measured_or_the_timed_parts_once():
-    from flashsac_bench.analysis.parity_runs import _setup_s
+    from lab.analysis.parity_runs import _setup_s
 
     startup = {
         "env_build_s": 0.5,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flashsac_bench.analysis.parity_runs import RunData
-from flashsac_bench.analysis.walk_utd import markdown, setting_table, walk_median, walk_record
+from lab.analysis.parity_runs import RunData
+from lab.analysis.walk_utd import markdown, setting_table, walk_median, walk_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -232,7 +232,7 @@ def test_script_names_a_dir_without_a_summary(tmp_path):
 
 def test_plot_writes_the_named_file_and_nothing_else(tmp_path, monkeypatch):
     # The path loop once shadowed the file argument: the figure went to ./cudagraph.png.
-    from flashsac_bench.analysis.walk_utd import plot
+    from lab.analysis.walk_utd import plot
 
     monkeypatch.chdir(tmp_path)
     records = [_rec(8, 1, 2700, 100.0), _rec(8, 2, 2800, 104.0, path="compile")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flashsac_bench.bench.learner_bench import scaling_series
+from lab.bench.learner_bench import scaling_series
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +91,7 @@ def test_a_failing_variant_is_reported_and_the_rest_still_runs(tmp_path):
 
 
 def test_inductor_option_items_gather_into_one_dict():
-    from flashsac_bench.bench.synthetic import parse_options
+    from lab.bench.synthetic import parse_options
 
     got = parse_options(
         'name="compile",inductor_options.max_autotune_gemm=true,'
@@ -139,8 +139,8 @@ def test_a_failed_capture_fails_the_benchmark_configuration(monkeypatch):
 
     import torch
 
-    from flashsac_bench.bench import learner_bench
-    from flashsac_bench.bench.synthetic import Setup
+    from lab.bench import learner_bench
+    from lab.bench.synthetic import Setup
 
     def fake(fallback: bool):
         path = SimpleNamespace(fallback=fallback)

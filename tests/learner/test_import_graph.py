@@ -151,10 +151,10 @@ def test_no_import_cycle_in_the_package():
 
 def test_the_product_knows_no_cli():
     """The command lines call the product and turn its errors into one line, never the other
-    way round: nothing in the runner, learner, envs, config, evaluation, interop or bench
+    way round: nothing in the runner, learner, envs, config, evaluation, interop or analysis
     imports flashsac_bench.cli."""
     real = import_graph()
-    product = ("runner", "learner", "envs", "config", "evaluation", "interop", "bench")
+    product = ("runner", "learner", "envs", "config", "evaluation", "interop", "analysis")
     offenders = {
         module: sorted(dep for dep in deps if dep.startswith(f"{PACKAGE}.cli"))
         for module, deps in real.items()
@@ -162,3 +162,42 @@ def test_the_product_knows_no_cli():
     }
     assert f"{PACKAGE}.cli.train" in real[f"{PACKAGE}.__main__"]  # the detector sees the CLI
     assert not {m: d for m, d in offenders.items() if d}
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed to the package's first-level parts (flashsac_bench.cli,
+    flashsac_bench.runner, ...; a top-level module stands for itself)."""
+
+    def part(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        out.setdefault(part(module), set()).update(part(d) for d in deps if part(d) != part(module))
+    return out
+
+
+def test_no_cycle_between_the_packages_parts():
+    """Not only no module cycle: no two parts of the package (cli and analysis, say) import
+    each other, through any modules, at module level or in a function."""
+    graph = package_graph(import_graph())
+    assert f"{PACKAGE}.runner" in graph[f"{PACKAGE}.cli"]  # the detector sees the parts
+    cycle = find_cycle(graph)
+    assert cycle is None, "cycle between parts: " + " -> ".join(cycle or [])
+
+
+def test_the_product_never_imports_the_lab():
+    """lab/ (benchmarks, parity statistics, walk tables) uses the product and is not installed:
+    no module of the package imports it."""
+    offenders = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            offenders += [f"{path.name}: {n}" for n in names if n == "lab" or n.startswith("lab.")]
+    assert not offenders

@@ -38,8 +38,8 @@ def _bf16_compare(monkeypatch, sabotage: float) -> dict:
     1 + sabotage (a wrong-step-size bug), judged against the fp32 oracle."""
     import torch
 
-    from flashsac_bench.bench import numerics
-    from flashsac_bench.bench.synthetic import Setup
+    from lab.bench import numerics
+    from lab.bench.synthetic import Setup
 
     real_build = numerics.build_learner
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flashsac_bench.bench import device_loop
+from lab.bench import device_loop
 from tests.fakes.fake_device_env import FakeDeviceEnv
 from tests.fakes.runs import tiny_config
 

@@ -17,7 +17,6 @@ import pytest
 import torch
 
 from flashsac_bench.analysis.compare import comparison_frame
-from flashsac_bench.analysis.parity_runs import load_run
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.liveness import run_state
 from flashsac_bench.runner.resume import (
@@ -25,6 +24,7 @@ from flashsac_bench.runner.resume import (
     find_checkpoint,
     plan_resume,
 )
+from lab.analysis.parity_runs import load_run
 from tests.fakes.runs import cli_overrides, fake_env_environ, read_summary, run_cli
 
 

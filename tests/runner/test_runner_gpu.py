@@ -8,12 +8,12 @@ import math
 import pytest
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.cli.train import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.device_steps import DeviceSteps
 from flashsac_bench.runner.loop import Runner
+from lab.bench.synthetic import Setup, build_learner
 from tests.fakes.fake_env import FakeEnv
 from tests.fakes.runs import read_summary, tiny_config
 

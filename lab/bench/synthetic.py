@@ -34,7 +34,7 @@ class Setup:
     gemm_align: int = 0  # 0: the hardware default (8 on CUDA, 1 on the CPU)
     # Extra PathConfig fields for every path, e.g. (("inductor_options", {...}),).
     path_options: tuple[tuple[str, object], ...] = ()
-    fused_kernels: bool = True  # learner.kernels where they run (CUDA); off: their references
+    fused_kernels: bool = False  # learner.kernels where they run (CUDA); off: their references
 
     @property
     def resolved_gemm_align(self) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.analysis.parity_runs import CURVE_METRICS, LABELS, LOCKSTEP_METRICS, RunData
+from lab.analysis.parity_runs import CURVE_METRICS, LABELS, LOCKSTEP_METRICS, RunData
 
 
 def fmt(x: float | None, digits: int = 3) -> str:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flashsac_bench.bench import env_bench as eb
+from lab.bench import env_bench as eb
 
 
 def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -81,7 +81,7 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
 
 def _warp_row(n: int, a: argparse.Namespace, args: Any, time_left: Any) -> dict[str, Any]:
     """The MuJoCo Warp backend's full task at n worlds, with its physics ceiling when asked."""
-    from flashsac_bench.bench import env_bench_warp as ew  # imports Warp: only when asked
+    from lab.bench import env_bench_warp as ew  # imports Warp: only when asked
 
     r = eb.measured(lambda: ew.bench_warp_env(n, a.warp_device, args), args)
     if a.ceiling and time_left():

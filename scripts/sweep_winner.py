@@ -3,16 +3,19 @@ one with the fewest loop seconds to walk (since start less the run's setup: a po
 pays a cold compile that a warm cache does not; ties: fewer iterations). Prints the overrides on one
 line (nothing, exit 1, where no run walked), for `warp_loop.sh walk DEADLINE $(cat FILE)`.
 
-    python3 scripts/device/sweep_winner.py RUN_DIR [RUN_DIR ...]
+    python3 scripts/sweep_winner.py RUN_DIR [RUN_DIR ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-from flashsac_bench.analysis.parity_runs import load_run
-from flashsac_bench.analysis.walk_utd import walk_record
+import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
+
+from lab.analysis.parity_runs import load_run
+from lab.analysis.walk_utd import walk_record
 
 KEYS = (
     ("update", "updates_per_step"),
@@ -25,8 +28,10 @@ KEYS = (
 
 
 def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("run_dirs", nargs="+", type=Path)
     walked = []
-    for d in map(Path, argv):
+    for d in ap.parse_args(argv).run_dirs:
         if not (d / "summary.json").is_file():
             continue
         run = load_run(d)

@@ -13,9 +13,9 @@ import time
 
 import torch
 
-from flashsac_bench.bench.learner_bench import plot_scaling, time_ours, time_unilab
-from flashsac_bench.bench.synthetic import Setup, parse_options
 from flashsac_bench.learner.kernels import enabled as kernels_enabled
+from lab.bench.learner_bench import plot_scaling, time_ours, time_unilab
+from lab.bench.synthetic import Setup, parse_options
 
 
 def run(args: argparse.Namespace) -> int:

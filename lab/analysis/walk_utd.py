@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.analysis.parity import time_to_threshold
-from flashsac_bench.analysis.parity_runs import RunData, load_run
 from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
+from lab.analysis.parity import time_to_threshold
+from lab.analysis.parity_runs import RunData, load_run
 
 
 def walk_record(run: RunData) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.learner import FlashSACLearner
+from lab.bench.synthetic import Setup, build_learner
 
 
 @dataclass

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.learner import FlashSACLearner
+from lab.bench.synthetic import Setup, build_learner
 
 GROUPS = {
     "parameters": ("actor.params", "critic.params", "target.params", "temperature.log_temp"),

@@ -13,8 +13,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from flashsac_bench.bench.learner_bench import time_calls
-from flashsac_bench.bench.synthetic import Setup, build_learner
+from lab.bench.learner_bench import time_calls
+from lab.bench.synthetic import Setup, build_learner
 
 
 def profile_cycle(
@@ -131,7 +131,7 @@ class _OpCounter(TorchDispatchMode):
 def count_eager_ops(setup: Setup, cycles: int = 5) -> dict:
     """Aten ops and wall ms per eager cycle, ours and unilab-rl 1.4.15's eager mode (its
     per-update methods) on the same networks and batches, in this process."""
-    from flashsac_bench.bench.learner_bench import unilab_cycle
+    from lab.bench.learner_bench import unilab_cycle
 
     learner = build_learner(setup, "eager")
     learner.warmup()

@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from flashsac_bench.bench.env_bench import CEILING_PERIOD, BenchArgs, actions_for
 from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.envs.g1_layout import G1Layout
 from flashsac_bench.envs.g1_shard import build_task_model
 from flashsac_bench.envs.g1_warp import G1WalkWarp
 from flashsac_bench.envs.warp_physics import WarpPhysics
+from lab.bench.env_bench import CEILING_PERIOD, BenchArgs, actions_for
 
 
 def _sync(device: torch.device) -> None:

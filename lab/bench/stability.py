@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from flashsac_bench.bench.synthetic import Setup, build_learner
 from flashsac_bench.learner.state import METRIC_INDEX
+from lab.bench.synthetic import Setup, build_learner
 
 
 def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.analysis.parity_report import fmt, markdown, plot
-from flashsac_bench.analysis.parity_runs import (
+from lab.analysis.parity_report import fmt, markdown, plot
+from lab.analysis.parity_runs import (
     CURVE_METRICS,
     FINAL_METRICS,
     LOCKSTEP_METRICS,
@@ -29,7 +29,7 @@ from flashsac_bench.analysis.parity_runs import (
     num,
     run_grid,
 )
-from flashsac_bench.analysis.parity_stats import mean_ci, permutation_test
+from lab.analysis.parity_stats import mean_ci, permutation_test
 
 
 def final_value(run: RunData, metric: str, window: int) -> float:
