@@ -132,6 +132,7 @@ def policy_metadata(trained: TrainedLearner, module: DeterministicActor) -> dict
 
         # The model the checkpoint carries (its default pose), not whatever the file is now.
         with trained_task(trained) as task:
+            assert isinstance(task, TaskConfig)
             layout = G1Layout.from_model(task_spec(task.model_file).compile())
         meta["model_sha256"] = (trained.payload.get("model") or {}).get("sha256")
         meta.update(

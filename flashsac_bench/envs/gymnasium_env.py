@@ -190,7 +190,9 @@ def set_env_state(env: gym.Env[Any, Any], state: dict[str, Any]) -> None:
     limit = _time_limit(env)
     if limit is not None:
         limit._elapsed_steps = state["elapsed_steps"]
-    data = unwrapped.data
+    data = getattr(unwrapped, "data", None)
+    if not isinstance(data, mujoco.MjData):
+        raise ValueError(f"{type(unwrapped).__name__} is no MuJoCo env: a MuJoCo env's state")
     saved = state["mjdata"]
     for name, array in _mjdata_arrays(data):
         value = saved.get(name)
