@@ -5,8 +5,8 @@ Both learners train on the same task, on the same machine, for the same env-step
 the same seeds; every training runs in its own process, one after another (their wall clocks do
 not share the machine), each with a deadline; every run is recorded (runs.jsonl), failures and
 runs cut by their deadline included. FlashSAC runs as `python -m flashsac_bench
-+experiment=gym_mujoco` (its overrides added); SB3 as lab.sb3_train with rl-baselines3-zoo's
-hyperparameters for the task (RL_ZOO).
++experiment=gym_mujoco` (or another task=gymnasium preset; its overrides added); SB3 as
+lab.sb3_train with rl-baselines3-zoo's hyperparameters for the task (RL_ZOO).
 
 What is compared, for both learners alike:
 - the episodic return at fixed env-step counts: the mean undiscounted return of the last 100
@@ -32,7 +32,6 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +86,8 @@ class Plan:
     deadline_s: float  # for the whole benchmark, report included
     run_limit_s: float  # for one training
     at_steps: list[int]  # the env-step counts the table reports returns at
+    # FlashSAC's preset (a task=gymnasium one) and the overrides after it.
+    experiment: str = "gym_mujoco"
     flashsac_overrides: list[str] = field(default_factory=list)
     sb3_device: str = "auto"
     keep_checkpoints: bool = False
@@ -120,42 +121,35 @@ def specs(plan: Plan) -> list[Spec]:
 
 
 # ---------------------------------------------------------------------------- FlashSAC's run
-@dataclass(frozen=True)
-class FlashSACShape:
-    """What the benchmark needs of FlashSAC's composed config: how many env steps and updates
-    an iteration takes."""
-
-    num_envs: int
-    updates_per_step: int
-
-
-def flashsac_shape(overrides: Sequence[str]) -> FlashSACShape:
-    """Compose +experiment=gym_mujoco with the overrides as the command line will (a bad
-    override fails here, before any training)."""
+def flashsac_num_envs(plan: Plan) -> int:
+    """The envs of FlashSAC's runs: its preset composed with the overrides as the command line
+    will compose them (a bad override fails here, before any training)."""
     from hydra import compose, initialize_config_module
 
     from flashsac_bench.config import register_configs
 
     register_configs()
+    overrides = [f"+experiment={plan.experiment}", *plan.flashsac_overrides]
     with initialize_config_module("flashsac_bench.conf", version_base="1.3"):
-        cfg = compose("config", overrides=["+experiment=gym_mujoco", *overrides])
-    return FlashSACShape(int(cfg.run.num_envs), int(cfg.update.updates_per_step))
+        cfg = compose("config", overrides=overrides)
+    if cfg.task.name != "gymnasium":
+        raise ValueError(f"+experiment={plan.experiment} is no task=gymnasium preset")
+    return int(cfg.run.num_envs)
 
 
-def flashsac_command(spec: Spec, plan: Plan, shape: FlashSACShape, limit_s: float) -> list[str]:
+def flashsac_command(spec: Spec, plan: Plan, num_envs: int, limit_s: float) -> list[str]:
     """The training's command line: the budget in iterations (rounded up to whole iterations
-    of every env), the learning rate decayed over its updates, a time limit inside the
-    deadline (the run then ends complete, its summary written)."""
-    iterations = -(-plan.steps // shape.num_envs)
+    of every env), a time limit inside the deadline (the run then ends complete, its summary
+    written)."""
+    iterations = -(-plan.steps // num_envs)
     return [
         sys.executable,
         "-m",
         "flashsac_bench",
-        "+experiment=gym_mujoco",
+        f"+experiment={plan.experiment}",
         f"task.env_id={spec.env_id}",
         f"run.seed={spec.seed}",
         f"run.iterations={iterations}",
-        f"learner.lr_decay_steps={max(iterations * shape.updates_per_step, 1)}",
         f"run.time_limit_s={max(limit_s - plan.grace_s, 1.0):.0f}",
         "run.progress=plain",
         "logger=none",
@@ -227,7 +221,7 @@ def run_all(plan: Plan, say: Any = print) -> None:
     plan.out.mkdir(parents=True, exist_ok=True)
     (plan.out / "runs").mkdir(exist_ok=True)
     (plan.out / "plan.json").write_text(json.dumps(asdict(plan), default=str, indent=1) + "\n")
-    shape = flashsac_shape(plan.flashsac_overrides) if "flashsac" in plan.learners else None
+    num_envs = flashsac_num_envs(plan) if "flashsac" in plan.learners else 0
     previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         for spec in specs(plan):
@@ -240,8 +234,7 @@ def run_all(plan: Plan, say: Any = print) -> None:
             run_dir = plan.out / "runs" / spec.name
             run_dir.mkdir(parents=True, exist_ok=True)
             if spec.learner == "flashsac":
-                assert shape is not None
-                cmd = flashsac_command(spec, plan, shape, limit)
+                cmd = flashsac_command(spec, plan, num_envs, limit)
             else:
                 cmd = sb3_command(spec, plan)
             say(f"bench_sb3: {spec.name} (limit {limit:.0f} s) ...")

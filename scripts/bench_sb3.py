@@ -32,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline-s", type=float, default=36_000.0, help="the whole benchmark")
     ap.add_argument("--run-limit-s", type=float, default=10_800.0, help="one training")
     ap.add_argument("--learners", nargs="+", choices=LEARNERS, default=list(LEARNERS))
+    ap.add_argument("--experiment", default="gym_mujoco", help="FlashSAC's task=gymnasium preset")
     ap.add_argument(
         "--flashsac", nargs="*", default=[], metavar="KEY=VALUE",
-        help="Hydra overrides of FlashSAC's runs (after +experiment=gym_mujoco)",
+        help="Hydra overrides of FlashSAC's runs (after its preset)",
     )  # fmt: skip
     ap.add_argument("--sb3-device", default="auto", help="SB3's device (auto: CUDA when there)")
     ap.add_argument("--keep-checkpoints", action="store_true", help="FlashSAC's (GBs each)")
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         deadline_s=args.deadline_s,
         run_limit_s=args.run_limit_s,
         at_steps=at,
+        experiment=args.experiment,
         flashsac_overrides=args.flashsac,
         sb3_device=args.sb3_device,
         keep_checkpoints=args.keep_checkpoints,

@@ -6,6 +6,7 @@ from it refused in one line; the command line runs the task, and refuses a backe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Any
@@ -16,6 +17,8 @@ import torch
 
 from flashsac_bench.cli.train import train
 from flashsac_bench.config import to_config
+from flashsac_bench.config.hardware import HardwareConfig
+from flashsac_bench.config.path import PathConfig
 from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.resume import ResumeError
 from tests.evaluation.test_evaluate import _evaluate, _gl_backend
@@ -28,9 +31,10 @@ N = 7  # learning starts at iteration 4 (max(4 x 4 envs, batch 16) rows)
 ENV_ID = "InvertedPendulum-v5"
 
 
-def gym_config(env_id: str = ENV_ID, vectorization: str = "sync", **run: Any):
+def gym_config(env_id: str = ENV_ID, vectorization: str = "sync", path: str = "eager", **run: Any):
     return to_config(
         {
+            "path": {"name": path},
             "hardware": {"name": "cpu", "device": "cpu", "dtype": "float32", "torch_threads": 1},
             "task": {"name": "gymnasium", "env_id": env_id, "vectorization": vectorization},
             "learner": {**TINY_LEARNER, "gamma": 0.99},
@@ -193,3 +197,28 @@ def test_the_memory_check_sizes_a_gymnasium_run_by_its_env():
     width = 4 * 348 + 17 + 3  # obs, critic obs and their next, action, reward, two flags
     ring = memory_needs(config, None, dims)["host"]["replay ring checkpoint copy"]
     assert ring == config.replay_capacity * width * 4
+
+
+@pytest.mark.slow
+def test_the_compiled_path_runs_a_gymnasium_task_as_eager_does(runs, tmp_path):
+    """path=compile on a 1-d action (InvertedPendulum): the same run as eager's, its losses to
+    compiled fp32 arithmetic's precision."""
+    tmp, _ = runs
+    train(gym_config(path="compile"), run_dir=tmp_path / "compile")
+    eager, compiled = read_summary(tmp / "a"), read_summary(tmp_path / "compile")
+    assert compiled["complete"] and compiled["training_config"]["executor"] == "compile"
+    learned = [r for r in eager["rows_all"] if r["learning"]]
+    assert len(learned) >= 4
+    for e, c in zip(learned, compiled["rows_all"][-len(learned) :], strict=True):
+        for key in ("critic_loss", "actor_loss", "q_mean"):
+            assert c[key] == pytest.approx(e[key], rel=1e-3, abs=1e-5), (e["iteration"], key)
+
+
+@pytest.mark.gpu
+def test_the_captured_path_runs_a_gymnasium_task_on_a_gpu(tmp_path):
+    config = dataclasses.replace(gym_config(iterations=40), hardware=HardwareConfig("cuda", "cuda"))
+    config = dataclasses.replace(config, path=PathConfig(name="cudagraph"))
+    train(config, run_dir=tmp_path / "run")
+    summary = read_summary(tmp_path / "run")
+    assert summary["complete"] and summary["training_config"]["executor"] == "cudagraph"
+    assert all(np.isfinite(r["critic_loss"]) for r in summary["rows_all"] if r["learning"])
