@@ -139,8 +139,8 @@ def flashsac_num_envs(plan: Plan) -> int:
 
 def flashsac_command(spec: Spec, plan: Plan, num_envs: int, limit_s: float) -> list[str]:
     """The training's command line: the budget in iterations (rounded up to whole iterations
-    of every env), a time limit inside the deadline (the run then ends complete, its summary
-    written)."""
+    of every env), a time limit inside its deadline (the run then ends complete, its checkpoint
+    and summary written before the deadline's SIGTERM)."""
     iterations = -(-plan.steps // num_envs)
     return [
         sys.executable,
@@ -150,7 +150,8 @@ def flashsac_command(spec: Spec, plan: Plan, num_envs: int, limit_s: float) -> l
         f"task.env_id={spec.env_id}",
         f"run.seed={spec.seed}",
         f"run.iterations={iterations}",
-        f"run.time_limit_s={max(limit_s - plan.grace_s, 1.0):.0f}",
+        # its final checkpoint (the replay ring, GBs) is written after the limit, inside it
+        f"run.time_limit_s={max(limit_s - 2 * plan.grace_s, 1.0):.0f}",
         "run.progress=plain",
         "logger=none",
         f"hydra.run.dir={plan.out / 'runs' / spec.name}",
@@ -192,21 +193,21 @@ def run_training(cmd: list[str], limit_s: float, log: Path, grace_s: float) -> t
             rc = proc.wait(timeout=limit_s)
             return rc, "ok" if rc == 0 else "failed"
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            return proc.returncode, "timeout"
+            return _end(proc, grace_s), "timeout"
         finally:
             if proc.poll() is None:  # the benchmark was stopped: end the training too
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=grace_s)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                _end(proc, grace_s)
+
+
+def _end(proc: subprocess.Popen[bytes], grace_s: float) -> int:
+    """SIGTERM (a FlashSAC run then checkpoints and writes its summary), SIGKILL grace_s later;
+    the exit status."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
 
 
 def record(plan: Plan, entry: dict[str, Any]) -> None:
