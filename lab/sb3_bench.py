@@ -90,6 +90,7 @@ class Plan:
     experiment: str = "gym_mujoco"
     flashsac_overrides: list[str] = field(default_factory=list)
     sb3_device: str = "auto"
+    sb3_threads: int = 0  # torch's CPU threads in SB3's runs (0: torch's default)
     keep_checkpoints: bool = False
     learners: tuple[str, ...] = LEARNERS
     # Seconds a training is given to end after its deadline's SIGTERM before SIGKILL.
@@ -169,6 +170,7 @@ def sb3_command(spec: Spec, plan: Plan) -> list[str]:
         f"--steps={plan.steps}",
         f"--out={plan.out / 'runs' / spec.name}",
         f"--device={plan.sb3_device}",
+        f"--threads={plan.sb3_threads}",
     ]
 
 

@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", default="auto", help="SB3's device (auto: CUDA when there)")
+    ap.add_argument("--threads", type=int, default=0, help="torch's CPU threads (0: its default)")
     args = ap.parse_args(argv)
 
     import gymnasium as gym
@@ -34,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from lab.sb3_bench import sb3_hyperparameters
 
+    if args.threads > 0:  # more busy threads than free cores spin-wait on each other
+        torch.set_num_threads(args.threads)
     hyper = sb3_hyperparameters(args.env)
     args.out.mkdir(parents=True, exist_ok=True)
     episodes = open(args.out / "episodes.jsonl", "a", buffering=1)  # noqa: SIM115 - closed below

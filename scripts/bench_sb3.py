@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         help="Hydra overrides of FlashSAC's runs (after its preset)",
     )  # fmt: skip
     ap.add_argument("--sb3-device", default="auto", help="SB3's device (auto: CUDA when there)")
+    ap.add_argument("--sb3-threads", type=int, default=0, help="SB3's torch threads (0: default)")
     ap.add_argument("--keep-checkpoints", action="store_true", help="FlashSAC's (GBs each)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         experiment=args.experiment,
         flashsac_overrides=args.flashsac,
         sb3_device=args.sb3_device,
+        sb3_threads=args.sb3_threads,
         keep_checkpoints=args.keep_checkpoints,
         learners=tuple(args.learners),
     )
