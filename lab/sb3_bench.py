@@ -176,12 +176,21 @@ def sb3_command(spec: Spec, plan: Plan) -> list[str]:
 
 # ---------------------------------------------------------------------------- running
 class StoppedError(Exception):
-    """The benchmark itself got SIGTERM / SIGINT: the current training is ended, the report
-    written."""
+    """The benchmark itself got SIGTERM / SIGINT while a training ran: that training is ended."""
 
 
-def _stop(signum: int, frame: Any) -> None:
-    raise StoppedError(signal.Signals(signum).name)
+class _Stop:
+    """The signal handler: it remembers the signal, and ends a running training at once (the
+    loop then records it and skips the rest); the report is written either way."""
+
+    def __init__(self) -> None:
+        self.why: str | None = None
+        self.training = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.why = signal.Signals(signum).name
+        if self.training:
+            raise StoppedError(self.why)
 
 
 def run_training(cmd: list[str], limit_s: float, log: Path, grace_s: float) -> tuple[int, str]:
@@ -218,21 +227,24 @@ def record(plan: Plan, entry: dict[str, Any]) -> None:
 
 
 def run_all(plan: Plan, say: Any = print) -> None:
-    """Every training of the plan within its deadline, each recorded as it ends; then the
-    report. SIGTERM / SIGINT end the current training and still write the report."""
+    """Every training of the plan within its deadline, each recorded as it ends (also one
+    skipped, ended by its deadline, or by a SIGTERM / SIGINT to the benchmark, which skips the
+    rest); then the report."""
     t0 = time.monotonic()
     plan.out.mkdir(parents=True, exist_ok=True)
     (plan.out / "runs").mkdir(exist_ok=True)
     (plan.out / "plan.json").write_text(json.dumps(asdict(plan), default=str, indent=1) + "\n")
     num_envs = flashsac_num_envs(plan) if "flashsac" in plan.learners else 0
-    previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    stop = _Stop()
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         for spec in specs(plan):
+            entry: dict[str, Any] = {**asdict(spec), "steps": plan.steps, "name": spec.name}
             left = plan.deadline_s - plan.report_s - (time.monotonic() - t0)
             limit = min(plan.run_limit_s, left - plan.grace_s)
-            entry: dict[str, Any] = {**asdict(spec), "steps": plan.steps, "name": spec.name}
-            if limit < 10:
-                record(plan, {**entry, "status": "skipped", "reason": "the deadline"})
+            if stop.why is not None or limit < 10:
+                why = f"the benchmark got {stop.why}" if stop.why else "the deadline"
+                record(plan, {**entry, "status": "skipped", "reason": why})
                 continue
             run_dir = plan.out / "runs" / spec.name
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -242,10 +254,15 @@ def run_all(plan: Plan, say: Any = print) -> None:
                 cmd = sb3_command(spec, plan)
             say(f"bench_sb3: {spec.name} (limit {limit:.0f} s) ...")
             launch = time.time()
+            rc: int | None = None
             try:
+                stop.training = True
                 rc, status = run_training(cmd, limit, run_dir / "train.log", plan.grace_s)
+            except StoppedError:
+                status = "stopped"
             finally:
-                wall = time.time() - launch
+                stop.training = False
+            wall = time.time() - launch
             entry.update(status=status, rc=rc, launch_unix=launch, wall_s=wall, cmd=cmd)
             if status != "ok":
                 entry["reason"] = _last_line(run_dir / "train.log")
@@ -253,11 +270,11 @@ def run_all(plan: Plan, say: Any = print) -> None:
                 shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)  # the replay: GBs
             record(plan, entry)
             say(f"bench_sb3: {spec.name} {status} in {wall:.0f} s")
-    except StoppedError as why:
-        say(f"bench_sb3: stopped by {why}; writing the report of what finished")
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if stop.why:
+        say(f"bench_sb3: stopped by {stop.why}; the report of what finished")
     report(plan.out)
 
 
