@@ -504,7 +504,10 @@ def plot(runs: list[dict[str, Any]], table: dict[str, Any], path: Path) -> None:
             ax.set_xlabel(label)
             ax.set_ylabel("return (last 100 episodes)")
             ax.set_title(env_id)
-            ax.legend(loc="lower right", fontsize=8)
+            if ax.get_lines():
+                ax.legend(loc="lower right", fontsize=8)
+            else:
+                ax.text(0.5, 0.5, "no finished training", ha="center", transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -117,3 +117,45 @@ def test_an_env_without_a_zoo_entry_is_refused():
         timeout=60,
     )
     assert proc.returncode == 2 and "no rl-baselines3-zoo entry for NoSuchEnv-v0" in proc.stderr
+
+
+def test_every_training_is_recorded_also_when_the_benchmark_is_stopped(tmp_path, monkeypatch):
+    """One training ends, the next is stopped by a SIGTERM to the benchmark (its training
+    ended, recorded), the rest are recorded as skipped; the report is written all the same."""
+    import signal
+
+    from lab import sb3_bench
+
+    calls = []
+
+    def training(cmd, limit_s, log, grace_s):
+        calls.append(cmd)
+        log.write_text("a line\nits last line\n")
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGTERM)  # arrives while the training runs
+        return 0, "ok"
+
+    monkeypatch.setattr(sb3_bench, "run_training", training)
+    monkeypatch.setattr(sb3_bench, "flashsac_num_envs", lambda plan: 16)
+    plan = sb3_bench.Plan(
+        envs=["HalfCheetah-v5"],
+        seeds=[1, 2],
+        steps=1000,
+        out=tmp_path,
+        deadline_s=3600,
+        run_limit_s=600,
+        at_steps=[500, 1000],
+    )
+    before = signal.getsignal(signal.SIGTERM)
+    sb3_bench.run_all(plan, say=lambda text: None)
+    assert signal.getsignal(signal.SIGTERM) is before  # its handler undone
+    runs = sb3_bench.load_runs(tmp_path)
+    assert [(r["name"], r["status"]) for r in runs] == [
+        ("flashsac_HalfCheetah-v5_s1", "ok"),
+        ("sb3_HalfCheetah-v5_s1", "stopped"),
+        ("flashsac_HalfCheetah-v5_s2", "skipped"),
+        ("sb3_HalfCheetah-v5_s2", "skipped"),
+    ]
+    assert runs[1]["reason"] == "its last line" and runs[2]["reason"] == "the benchmark got SIGTERM"
+    assert "run.iterations=63" in calls[0] and "+experiment=gym_mujoco" in calls[0]
+    assert (tmp_path / "sb3_comparison.md").exists()
