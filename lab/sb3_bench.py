@@ -473,6 +473,7 @@ def plot(runs: list[dict[str, Any]], table: dict[str, Any], path: Path) -> None:
             (("steps", "env steps"), ("seconds", "wall clock (s)"))
         ):
             ax = axes[row][col]
+            drawn = False
             for learner in table["envs"][env_id]["rows"]:
                 curves = [
                     r["curve"]
@@ -498,13 +499,14 @@ def plot(runs: list[dict[str, Any]], table: dict[str, Any], path: Path) -> None:
                     lo, hi = np.nanmin(ys, axis=0), np.nanmax(ys, axis=0)
                 ax.plot(grid, med, color=colors.get(learner), label=f"{learner} (n={len(curves)})")
                 ax.fill_between(grid, lo, hi, color=colors.get(learner), alpha=0.2, lw=0)
+                drawn = True
             target = table["envs"][env_id]["sb3_final_return"]
             if target is not None:
                 ax.axhline(target, color="gray", ls="--", lw=1)
             ax.set_xlabel(label)
             ax.set_ylabel("return (last 100 episodes)")
             ax.set_title(env_id)
-            if ax.get_lines():
+            if drawn:
                 ax.legend(loc="lower right", fontsize=8)
             else:
                 ax.text(0.5, 0.5, "no finished training", ha="center", transform=ax.transAxes)
