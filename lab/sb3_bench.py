@@ -15,7 +15,11 @@ What is compared, for both learners alike:
 - the wall clock to reach SB3's final return (the median over SB3's seeds of its return at the
   budget's end): seconds from the training process's launch (imports, setup and compile
   included) to the first point whose return is at least that. A run that never does counts as
-  "not reached".
+  "not reached";
+- the trained policy's return: the mean of its deterministic episodes (eval_episodes, in a fresh
+  env seeded EVAL_SEED) after its training, which the training episodes' return understates
+  where learned episodes outlast the budget's last window (a pole balanced for good ends no
+  episode).
 Each cell: the median over the runs that got there [range], n; `report` writes one table
 (sb3_comparison.md, .json) and one plot (sb3_comparison.png).
 """
@@ -41,6 +45,7 @@ LEARNERS = ("flashsac", "sb3")
 RUNS_NAME = "runs.jsonl"
 REPORT_NAME = "sb3_comparison"
 WINDOW = 100  # episodes in a return (FlashSAC's runner.records.EPISODE_WINDOW)
+EVAL_SEED = 12345  # the final evaluation's env seed (flashsac_bench.evaluate's default)
 
 # rl-baselines3-zoo's SAC hyperparameters (DLR-RM/rl-baselines3-zoo, hyperparams/sac.yml,
 # "=== Mujoco Envs ===": `HalfCheetah-v3: &mujoco-defaults` {policy: MlpPolicy, learning_starts:
@@ -91,6 +96,8 @@ class Plan:
     flashsac_overrides: list[str] = field(default_factory=list)
     sb3_device: str = "auto"
     sb3_threads: int = 0  # torch's CPU threads in SB3's runs (0: torch's default)
+    # Deterministic episodes of each trained policy, after its training (0: none).
+    eval_episodes: int = 10
     keep_checkpoints: bool = False
     learners: tuple[str, ...] = LEARNERS
     # Seconds a training is given to end after its deadline's SIGTERM before SIGKILL.
@@ -160,6 +167,23 @@ def flashsac_command(spec: Spec, plan: Plan, num_envs: int, limit_s: float) -> l
     ]
 
 
+def flashsac_eval_command(run_dir: Path, plan: Plan) -> list[str]:
+    """The trained policy's deterministic episodes (flashsac_bench.evaluate, its default seed
+    EVAL_SEED) into run_dir/eval.json."""
+    return [
+        sys.executable,
+        "-m",
+        "flashsac_bench.evaluate",
+        f"checkpoint={run_dir}",
+        f"episodes={plan.eval_episodes}",
+        f"num_envs={plan.eval_episodes}",
+        f"seed={EVAL_SEED}",
+        "render=false",
+        "wandb=false",
+        "device=auto",
+    ]
+
+
 def sb3_command(spec: Spec, plan: Plan) -> list[str]:
     return [
         sys.executable,
@@ -171,6 +195,7 @@ def sb3_command(spec: Spec, plan: Plan) -> list[str]:
         f"--out={plan.out / 'runs' / spec.name}",
         f"--device={plan.sb3_device}",
         f"--threads={plan.sb3_threads}",
+        f"--eval-episodes={plan.eval_episodes}",
     ]
 
 
@@ -254,18 +279,17 @@ def run_all(plan: Plan, say: Any = print) -> None:
                 cmd = sb3_command(spec, plan)
             say(f"bench_sb3: {spec.name} (limit {limit:.0f} s) ...")
             launch = time.time()
-            rc: int | None = None
-            try:
-                stop.training = True
-                rc, status = run_training(cmd, limit, run_dir / "train.log", plan.grace_s)
-            except StoppedError:
-                status = "stopped"
-            finally:
-                stop.training = False
+            rc, status = _run(stop, cmd, limit, run_dir / "train.log", plan.grace_s)
             wall = time.time() - launch
             entry.update(status=status, rc=rc, launch_unix=launch, wall_s=wall, cmd=cmd)
             if status != "ok":
                 entry["reason"] = _last_line(run_dir / "train.log")
+            left = plan.deadline_s - plan.report_s - (time.monotonic() - t0) - plan.grace_s
+            final = run_dir / "checkpoints"
+            if spec.learner == "flashsac" and plan.eval_episodes and final.is_dir() and left > 10:
+                # SB3's run evaluates its policy itself (lab.sb3_train --eval-episodes).
+                cmd = flashsac_eval_command(run_dir, plan)
+                entry["eval_status"] = _run(stop, cmd, left, run_dir / "eval.log", plan.grace_s)[1]
             if spec.learner == "flashsac" and not plan.keep_checkpoints:
                 shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)  # the replay: GBs
             record(plan, entry)
@@ -276,6 +300,19 @@ def run_all(plan: Plan, say: Any = print) -> None:
     if stop.why:
         say(f"bench_sb3: stopped by {stop.why}; the report of what finished")
     report(plan.out)
+
+
+def _run(
+    stop: _Stop, cmd: list[str], limit_s: float, log: Path, grace_s: float
+) -> tuple[int | None, str]:
+    """run_training, ended (status "stopped") by a SIGTERM / SIGINT to the benchmark."""
+    try:
+        stop.training = True
+        return run_training(cmd, limit_s, log, grace_s)
+    except StoppedError:
+        return None, "stopped"
+    finally:
+        stop.training = False
 
 
 def _last_line(log: Path) -> str:
@@ -291,9 +328,10 @@ def _last_line(log: Path) -> str:
 class Curve:
     """One training's episodic return over env steps and wall clock (from its launch)."""
 
-    steps: list[int]
+    steps: list[int]  # where a point was taken (an episode's end, an iteration)
     returns: list[float]  # the mean of the last WINDOW finished episodes
     seconds: list[float]
+    reached: int = 0  # the env steps the training got to
 
 
 def flashsac_curve(run_dir: Path, launch_unix: float) -> Curve | None:
@@ -307,6 +345,7 @@ def flashsac_curve(run_dir: Path, launch_unix: float) -> Curve | None:
     setup = float(summary.get("setup_s") or 0.0)
     curve = Curve([], [], [])
     for row in summary.get("rows_all") or []:
+        curve.reached = max(curve.reached, int(row.get("env_steps") or 0))
         ret = row.get("episode_return_mean")
         if ret is None or row.get("time_s") is None:
             continue
@@ -317,12 +356,17 @@ def flashsac_curve(run_dir: Path, launch_unix: float) -> Curve | None:
 
 
 def sb3_curve(run_dir: Path, launch_unix: float) -> Curve | None:
-    """From episodes.jsonl: at every episode's end, the mean of the last WINDOW returns."""
+    """From episodes.jsonl: at every episode's end, the mean of the last WINDOW returns; the
+    steps it got to from meta.json (a run cut short: its last episode's end)."""
     try:
         lines = (run_dir / "episodes.jsonl").read_text().splitlines()
     except OSError:
         return None
-    curve, window = Curve([], [], []), []
+    try:
+        reached = int(json.loads((run_dir / "meta.json").read_text())["num_timesteps"])
+    except (OSError, KeyError, ValueError, TypeError):
+        reached = 0
+    curve, window = Curve([], [], [], reached), []
     for line in lines:
         try:
             ep = json.loads(line)
@@ -332,13 +376,27 @@ def sb3_curve(run_dir: Path, launch_unix: float) -> Curve | None:
         curve.steps.append(int(ep["steps"]))
         curve.returns.append(sum(window) / len(window))
         curve.seconds.append(float(ep["unix"]) - launch_unix)
+    curve.reached = max(curve.reached, curve.steps[-1] if curve.steps else 0)
     return curve
 
 
-def return_at(curve: Curve, step: int, budget: int) -> float | None:
-    """The return at `step`: the last point at or before it, where the training got that far
-    (its last point at or past `step`, or it ended complete at the budget)."""
-    if not curve.steps or (curve.steps[-1] < step and curve.steps[-1] < budget):
+def final_eval(run_dir: Path, learner: str) -> float | None:
+    """The mean return of a trained policy's deterministic episodes (None: not evaluated)."""
+    try:
+        if learner == "flashsac":
+            episodes = json.loads((run_dir / "eval.json").read_text())["episodes"]
+            returns = [float(e["return"]) for e in episodes]
+        else:
+            returns = json.loads((run_dir / "meta.json").read_text())["eval"]["returns"]
+    except (OSError, KeyError, ValueError, TypeError):
+        return None
+    return sum(returns) / len(returns) if returns else None
+
+
+def return_at(curve: Curve, step: int) -> float | None:
+    """The return at `step`: that of the last point at or before it, where the training got
+    that far (None: it did not, or no episode had ended by then)."""
+    if curve.reached < step:
         return None
     before = [r for s, r in zip(curve.steps, curve.returns, strict=True) if s <= step]
     return before[-1] if before else None
@@ -385,7 +443,7 @@ def report(out: Path) -> dict[str, Any]:
     for env_id in plan["envs"]:
         rows = {}
         sb3_final = [
-            return_at(Curve(**r["curve"]), budget, budget)
+            return_at(Curve(**r["curve"]), budget)
             for r in runs
             if r["env_id"] == env_id and r["learner"] == "sb3" and r["curve"]
         ]
@@ -394,9 +452,7 @@ def report(out: Path) -> dict[str, Any]:
         for learner in plan["learners"]:
             mine = [r for r in runs if r["env_id"] == env_id and r["learner"] == learner]
             curves = [Curve(**r["curve"]) if r["curve"] else None for r in mine]
-            returns = {
-                s: [return_at(c, s, budget) if c else None for c in curves] for s in at_steps
-            }
+            returns = {s: [return_at(c, s) if c else None for c in curves] for s in at_steps}
             to_target = [
                 seconds_to(c, target) if c is not None and target is not None else None
                 for c in curves
@@ -407,6 +463,7 @@ def report(out: Path) -> dict[str, Any]:
                 "statuses": [r.get("status") for r in mine],
                 "returns": {str(s): v for s, v in returns.items()},
                 "seconds_to_sb3_final": to_target,
+                "eval_return": [final_eval(out / "runs" / r["name"], learner) for r in mine],
                 "wall_s": [r.get("wall_s") for r in mine],
             }
         sec = {k: [v for v in rows[k]["seconds_to_sb3_final"] if v is not None] for k in rows}
@@ -425,7 +482,7 @@ def report(out: Path) -> dict[str, Any]:
 def markdown(table: dict[str, Any]) -> str:
     at = table["at_steps"]
     head = ["env", "learner", "runs ok"] + [f"return @ {_steps(s)}" for s in at]
-    head += ["s to SB3's final return", "wall s"]
+    head += ["s to SB3's final return", "trained policy's return", "wall s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for env_id, entry in table["envs"].items():
         for learner, row in entry["rows"].items():
@@ -433,7 +490,7 @@ def markdown(table: dict[str, Any]) -> str:
             cells = [env_id, learner, f"{row['ok']} of {n}"]
             cells += [cell(row["returns"][str(s)], n) for s in at]
             reached = row["seconds_to_sb3_final"]
-            cells += [cell(reached, n), cell(row["wall_s"], n)]
+            cells += [cell(reached, n), cell(row["eval_return"], n), cell(row["wall_s"], n)]
             lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for env_id, entry in table["envs"].items():
@@ -446,8 +503,9 @@ def markdown(table: dict[str, Any]) -> str:
         )
     lines.append(
         "- return: the mean of the last 100 training episodes finished by that env step; "
-        "seconds from each training process's launch; median [range], n of the runs that got "
-        "there."
+        "seconds from each training process's launch; trained policy's return: the mean of "
+        "its deterministic episodes after training (lab/sb3_bench.py); median [range], n of "
+        "the runs that got there."
     )
     return "\n".join(lines) + "\n"
 

@@ -4,7 +4,8 @@
 
 Its hyperparameters are rl-baselines3-zoo's for the env (lab.sb3_bench.RL_ZOO); every finished
 training episode goes to DIR/episodes.jsonl as it ends (its env steps, return, length and the
-Unix time), so that a run cut by its deadline keeps what it did; DIR/meta.json says what ran.
+Unix time), so that a run cut by its deadline keeps what it did; DIR/meta.json says what ran,
+and (--eval-episodes) the returns of the trained policy's deterministic episodes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--device", default="auto", help="SB3's device (auto: CUDA when there)")
     ap.add_argument("--threads", type=int, default=0, help="torch's CPU threads (0: its default)")
+    ap.add_argument("--eval-episodes", type=int, default=0, help="deterministic, after training")
     args = ap.parse_args(argv)
 
     import gymnasium as gym
@@ -88,7 +90,32 @@ def main(argv: list[str] | None = None) -> int:
         episodes.close()
     meta.update(finished_unix=time.time(), num_timesteps=int(model.num_timesteps))
     (args.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    if args.eval_episodes:
+        meta["eval"] = evaluate(model, args.env, args.eval_episodes)
+        (args.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return 0
+
+
+def evaluate(model: Any, env_id: str, episodes: int) -> dict[str, Any]:
+    """The trained policy's deterministic episodes in a fresh env (seeded EVAL_SEED, as
+    flashsac_bench.evaluate's default seed)."""
+    import gymnasium as gym
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from lab.sb3_bench import EVAL_SEED
+
+    env = DummyVecEnv([lambda: Monitor(gym.make(env_id))])
+    env.seed(EVAL_SEED)
+    try:
+        returns, lengths = evaluate_policy(
+            model, env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True
+        )
+    finally:
+        env.close()
+    lengths = [int(n) for n in lengths]
+    return {"episodes": episodes, "returns": [float(r) for r in returns], "lengths": lengths}
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ env-step budget and seeds, one training at a time, each in its own process with 
 Writes into --out: runs.jsonl (every training, failures and cut ones included), runs/<name>/
 (FlashSAC's run dir, or SB3's episodes.jsonl and meta.json, and each one's train.log), and one
 table and one plot: sb3_comparison.md / .json / .png (the episodic return at fixed env-step
-counts, the wall clock to SB3's final return). --report-only rebuilds them from --out. Needs the
-[gymnasium] and [sb3] extras. The comparison's definitions: lab/sb3_bench.py.
+counts, the wall clock to SB3's final return, the trained policies' deterministic return).
+--report-only rebuilds them from --out. Needs the [gymnasium] and [sb3] extras. The
+comparison's definitions: lab/sb3_bench.py.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--sb3-device", default="auto", help="SB3's device (auto: CUDA when there)")
     ap.add_argument("--sb3-threads", type=int, default=0, help="SB3's torch threads (0: default)")
+    ap.add_argument("--eval-episodes", type=int, default=10, help="of each trained policy")
     ap.add_argument("--keep-checkpoints", action="store_true", help="FlashSAC's (GBs each)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         flashsac_overrides=args.flashsac,
         sb3_device=args.sb3_device,
         sb3_threads=args.sb3_threads,
+        eval_episodes=args.eval_episodes,
         keep_checkpoints=args.keep_checkpoints,
         learners=tuple(args.learners),
     )
