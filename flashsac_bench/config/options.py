@@ -44,8 +44,10 @@ class OptionGroup:
         (a stored config), the one its name chooses."""
         from omegaconf import DictConfig, OmegaConf
 
+        # The group's base (also where an option's schema asks: it declares GROUP).
+        base = next(c for c in cls.__mro__ if "GROUP" in vars(c))
         typed = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
-        if isinstance(typed, type) and issubclass(typed, cls) and typed is not cls:
+        if isinstance(typed, type) and issubclass(typed, base) and typed is not base:
             return typed
         name = node.get("name", cls.OPTIONS[0]) if isinstance(node, dict | DictConfig) else None
         return cls.schema_for(str(name))

@@ -104,6 +104,7 @@ def test_a_backend_with_the_gymnasium_task_is_refused(backend: str) -> None:
         (["task=gymnasium", "task.ctrl_dt=0.1"], r"task\.ctrl_dt \(an option of task=g1_walk_flat"),
         (["task=gymnasium", "task.vectorization=threads"], r"task\.vectorization must be one of"),
         (["task=gymnasium", "run.stop_at_walk=true"], r"run\.stop_at_walk judges the G1's"),
+        (["task.name=gymnasium"], r"task=g1_walk_flat's options: choose the task with task=gym"),
     ],
 )
 def test_the_task_options_are_refused_in_one_line(overrides: list[str], message: str) -> None:
