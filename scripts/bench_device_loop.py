@@ -1,6 +1,6 @@
 """The training loop with a device env (backend=mjwarp), timed per lane in one process: the env
-step alone, the learner alone, one after the other, and beside each other on a stream of each
-priority (lab/bench/device_loop.py says exactly what each mode runs).
+step alone, the learner alone, one after the other, and beside each other on two streams
+(lab/bench/device_loop.py says exactly what each mode runs).
 
     python scripts/bench_device_loop.py +experiment=g1_walk_warp run.num_envs=2048 \
         update.updates_per_step=16 replay.batch_size=2048 \

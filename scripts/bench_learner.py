@@ -8,7 +8,7 @@
 Rows are appended to --output (a JSON list) as they finish, so a cut-off run keeps its rows.
 Ratios are printed only between rows measured in this process.
 
-Batch-size scaling (issue 13): u8 at B = 256 ... 8192, ours compile + cudagraph and unilab-rl,
+Batch-size scaling: u8 at B = 256 ... 8192, ours compile + cudagraph and unilab-rl,
 one process, rows + a log-log plot (the plot needs matplotlib; without it, make the plot later
 from the rows with --plot-from):
 

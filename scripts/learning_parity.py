@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Learning parity of the update paths: same seeds, same env settings, N iterations each.
 
-GPU (issue 6, G1 Walk Flat at the H200 preset; about 10 min per run at that preset's size):
+GPU (G1 Walk Flat at the H200 preset; about 10 min per run at that preset's size):
     python scripts/learning_parity.py --preset g1_walk_h200 --paths eager,compile,cudagraph \
         --seeds 1,2,3 --iterations 2000 --out parity_h200
 CPU (the CI variant, tests/evaluation/test_learning_parity.py):
@@ -32,7 +32,7 @@ Writes OUT/parity.json, OUT/parity.md and OUT/parity.png:
     --lockstep-horizon iterations the same-seed curves should differ only by floating-point
     reassociation amplified by the closed loop. Reported as max |A - B| over those iterations
     divided by the seed-to-seed spread of the reference path (mean |ref_s - ref_s'|);
-  * time to the issue-6 thresholds (mean episode length >= 900, lin-vel tracking >= 80% of max).
+  * time to the walking thresholds (mean episode length >= 900, lin-vel tracking >= 80% of max).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Time to walk per update-to-data setting from g1_walk_h200 run dirs (issue 16).
+"""Time to walk per update-to-data setting from g1_walk_h200 run dirs.
 
     python scripts/walk_utd.py RUN_DIR [RUN_DIR ...] --out docs/results/walk_utd/<date>
 

@@ -181,3 +181,10 @@ def test_a_changed_row_changes_the_expected_cell(monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "walk_rows", lambda preset, path: [*rows, extra])
     after = expected(label, "cudagraph")
     assert before != after and "1 of" in after
+
+
+def test_the_readme_is_a_page() -> None:
+    """Pitch, install, test, run, one results table, links: at most 90 lines (history and
+    per-run figures live in docs/results.md)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 90, f"README.md has {len(lines)} lines"

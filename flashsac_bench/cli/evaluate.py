@@ -220,7 +220,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
                 "lin_vel_tracking_frac_mean": frac,
                 "lin_vel_tracking_goal": GOAL_LIN_VEL_TRACKING_FRAC,
                 "lin_vel_tracking_met": frac is not None and frac >= GOAL_LIN_VEL_TRACKING_FRAC,
-                "note": "issue-6 targets applied to this deterministic evaluation",
+                "note": "the walking thresholds applied to this deterministic evaluation",
             },
             "episodes": result.episodes,
             "git": git_info(),

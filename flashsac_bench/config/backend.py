@@ -10,7 +10,6 @@ from flashsac_bench.config.values import FLOAT_BOUND, ranged, require_bounded
 
 MODES = ("auto", "processes", "threads")
 BACKENDS = ("mujoco", "mjwarp")
-STREAM_PRIORITIES = ("default", "high", "low")
 # Cores the learner's own thread keeps beside the envs' worker processes or pool threads (more
 # busy threads than cores spin-wait on each other and slow every update cycle).
 LEARNER_CORES = 1
@@ -64,20 +63,12 @@ class WarpOptions:
     # their own, ordered by events (on a CPU device, a thread); the update reads only ticks
     # stored before, so the data does not change. False: one after the other on one stream.
     overlap: bool = True
-    # The CUDA priority of that stream: "high" (its kernels are scheduled first), "low" or
-    # "default".
-    stream_priority: str = "default"
 
     def __post_init__(self) -> None:
         require_bounded(self, "backend.warp.")
         dev = self.device
         if not (dev in ("auto", "cpu", "cuda") or (dev.startswith("cuda:") and dev[5:].isdigit())):
             raise ConfigError(f"backend.warp.device must be auto, cpu, cuda or cuda:N, got {dev!r}")
-        if self.stream_priority not in STREAM_PRIORITIES:
-            raise ConfigError(
-                f"backend.warp.stream_priority must be one of {STREAM_PRIORITIES}, "
-                f"got {self.stream_priority!r}"
-            )
 
     def resolved_device(self) -> str:
         """The worlds' torch device: "cpu" or "cuda:N". A Config has resolved "auto" to the

@@ -16,7 +16,7 @@ MAX_ZETA = 1 << 16
 
 @dataclass
 class LearnerConfig:
-    """FlashSAC hyperparameters; defaults are UniLab's G1 FlashSAC owner values (unilab.md §3.2)."""
+    """FlashSAC hyperparameters; defaults are UniLab's G1 FlashSAC owner values (unilab-rl)."""
 
     actor_hidden_dim: int = ranged(128, low=1, high=MAX_HIDDEN_DIM)
     actor_num_blocks: int = ranged(2, low=0, high=MAX_BLOCKS)

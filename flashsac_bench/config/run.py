@@ -13,7 +13,7 @@ MAX_ITERATIONS = 1 << 40
 MAX_SEED = 2**63 - 1
 MAX_TIME_LIMIT_S = 1e8
 
-# "The G1 walks" (issue 6's thresholds; the learning analysis and run.stop_at_walk share them):
+# "The G1 walks" (the walking thresholds; the learning analysis and run.stop_at_walk share them):
 # the mean length of the last 100 episodes and the logged lin-vel tracking reward as a fraction
 # of its maximum (weight * ctrl_dt), both in one logged window.
 WALK_EPISODE_LENGTH = 900.0

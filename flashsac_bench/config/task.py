@@ -54,7 +54,7 @@ class CommandRanges:
 
 @dataclass
 class RewardWeights:
-    """The FlashSAC MuJoCo owner weights of UniLab's G1WalkFlat (unilab.md §4.2)."""
+    """The FlashSAC MuJoCo owner weights of UniLab's G1WalkFlat (unilab-rl 1.4.15)."""
 
     tracking_lin_vel: float = _weight(2.0)
     tracking_ang_vel: float = _weight(1.5)

@@ -42,6 +42,11 @@ class EnvStep:
     episode_return: float32 (N,), the undiscounted return of the episode so far; the final one
         where terminated | truncated.
     episode_length: int32 (N,), steps of the episode so far, the final one where done.
+
+    A row the env cannot compute (non-finite physics or rewards) is never handed on: the env
+    zeros its observation and reward and ends its episode there (terminated, length <= 1,
+    return 0). A step in which every row is such a broken row is how the runner tells a dead env
+    (runner.records.dead_tick).
     """
 
     obs: np.ndarray
@@ -240,11 +245,26 @@ class DeviceVecEnv(ABC):
 
 @runtime_checkable
 class TaskEnv(Protocol):
-    """What evaluation uses beyond VecEnv: the physics pose of every env (rendering) and the
-    penalty-curriculum scale (so an evaluation can use the training env's)."""
+    """What evaluation uses beyond VecEnv: the physics pose of every env (rendering), the
+    penalty-curriculum scale (so an evaluation can use the training env's) and the robustness
+    conditions (evaluation.robustness). The G1 env is one; an env that is not gets no GIF and
+    no robustness conditions, each said in one line."""
 
+    num_envs: int
     qpos: np.ndarray  # (N, nq), the state after the last step or reset
     penalty_scale: float
+
+    def set_perturbations(
+        self,
+        *,
+        mass_scale: float = 1.0,
+        push_step: int | None = None,
+        push_velocity: list[float] | None = None,
+        commands: np.ndarray | None = None,
+    ) -> None:
+        """Conditions no training run sees, acting from the next reset: every link's mass times
+        `mass_scale`, a velocity change `push_velocity` at step `push_step` of every episode,
+        `commands` (N, 3) instead of the sampled velocity commands."""
 
 
 SIZES = ("num_envs", "obs_dim", "critic_obs_dim", "action_dim", "max_episode_steps")

@@ -1,4 +1,4 @@
-"""G1 Walk Flat: UniLab's G1WalkFlat velocity-tracking task (unilab.md §4.2) on batched MuJoCo.
+"""G1 Walk Flat: UniLab's G1WalkFlat velocity-tracking task (unilab-rl 1.4.15) on batched MuJoCo.
 
 Contract. 50 Hz control (ctrl_dt 0.02 s, 3 physics steps of 1/150 s), 1000-step episodes.
 Actions a in [-1, 1]^29 (clipped) set position targets default_pose + action_scale * a, held over

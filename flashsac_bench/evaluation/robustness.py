@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.envs.api import TaskEnv
 
 CONDITIONS = ("nominal", "push", "mass_minus20", "mass_plus20", "command_edges")
 MASS_SCALES = {"mass_minus20": 0.8, "mass_plus20": 1.2}
@@ -101,7 +102,7 @@ def env_layout(cond: Condition, episodes: int, num_envs: int) -> tuple[int, int]
 
 def apply_condition(env: Any, cond: Condition) -> None:
     """Set the condition's perturbations on a fresh env (they act from its next reset)."""
-    if not hasattr(env, "set_perturbations"):
+    if not isinstance(env, TaskEnv):
         raise ConfigError(
             f"robustness condition {cond.name} needs an env with set_perturbations "
             f"(G1 Walk Flat), not {type(env).__name__}"

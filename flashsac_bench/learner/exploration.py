@@ -1,4 +1,4 @@
-"""Zeta-repeated exploration noise (official_flashsac.md §1.8).
+"""Zeta-repeated exploration noise (official FlashSAC's).
 
 One Gaussian noise vector per env is held for k ~ Zeta(mu) steps, P(k) ∝ k^-mu, k = 1..k_max
 (mu 2, max 16: P(1) ≈ 0.63, E[k] ≈ 2.13). The repeat counter is shared by all envs (they all

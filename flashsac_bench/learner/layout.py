@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-# Projection kinds (FlashSAC, official_flashsac.md §1.1):
+# Projection kinds (official FlashSAC's weight normalization):
 ROWS = "rows"  # Linear weight: every output row to unit L2 norm (F.normalize, eps 1e-8)
 BN_AFFINE = "bn_affine"  # BatchNorm (gamma, beta) jointly to norm sqrt(d), per ensemble member
 RMS = "rms"  # RMSNorm gamma to norm sqrt(d), per ensemble member

@@ -1,4 +1,4 @@
-"""Return-based reward scaling (official_flashsac.md §1.9), as device tensors.
+"""Return-based reward scaling (official FlashSAC's), as device tensors.
 
 Per env: G <- gamma * (1 - done) * G + r  (done = terminated or truncated of the transition);
 G_max <- max(G_max, max|G|); a parallel-Welford RunningMeanStd over every step's G of all envs.

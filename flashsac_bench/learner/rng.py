@@ -68,7 +68,7 @@ class CounterRNG:
         self._constants: dict[tuple, tuple[torch.Tensor, ...]] = {}
 
     def compile_hash(self) -> None:
-        """Run the hash as compiled code (path.compile_rng on the compile / cudagraph paths).
+        """Run the hash as compiled code (the compile and cudagraph paths on CUDA).
         Shapes are dynamic, so one compiled kernel serves every draw size."""
         self._hash = torch.compile(counter_bits, fullgraph=True, dynamic=True)
 

@@ -244,8 +244,7 @@ class DeviceCollector:
 
     @property
     def overlap(self) -> str:
-        """Where the tick runs beside the update (summary.json): serial, stream (priority)
-        or thread."""
+        """Where the tick runs beside the update (summary.json): serial, stream or thread."""
         return self.lane.mode
 
     def close(self) -> None:

@@ -9,10 +9,8 @@ they compute one after the other. A lane runs the tick:
   serial: on the caller's stream, before the update (the order of a run without overlap);
   stream: on CUDA, on a stream of its own that starts after the caller's stream has queued the
           actions (an event), while the update runs on the caller's stream; `join` makes the
-          caller's stream wait for the tick (an event) before the store. Its priority decides
-          whose kernels the GPU schedules first when both have work: "high" the tick's, "low"
-          the update's (the loop then runs on a high-priority stream of its own, set by
-          `enter_loop`), "default" neither;
+          caller's stream wait for the tick (an event) before the store. (A priority for
+          either stream changed nothing measurable: docs/results.md);
   thread: on a CPU device, on one worker thread while the main thread updates (Warp's CPU
           kernels and torch's ops release the GIL), so that the CPU runs exercise the same
           ordering as a GPU's streams.
@@ -24,9 +22,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
-
-# torch's stream priorities: lower numbers run first; 0 is every stream's default.
-HIGH_PRIORITY = -1
 
 
 class Lane:
@@ -40,26 +35,19 @@ class Lane:
     def join(self) -> None:
         """Order what the caller queues next after the tick (raise the tick's error)."""
 
-    def enter_loop(self) -> Callable[[], None] | None:
-        """Make the loop's stream current, if the lane needs one; returns its undo."""
-        return None
-
     def close(self) -> None:
         """Wait for a tick still running (its error is dropped: the run already failed)."""
 
 
 class StreamLane(Lane):
-    def __init__(self, device: torch.device, priority: str) -> None:
+    mode = "stream"
+
+    def __init__(self, device: torch.device) -> None:
         self.device = device
-        self.priority = priority
-        self.stream = torch.cuda.Stream(device, priority=HIGH_PRIORITY if priority == "high" else 0)
+        self.stream = torch.cuda.Stream(device)
         self._ready = torch.cuda.Event()
         self._done = torch.cuda.Event()
         self._running = False
-
-    @property
-    def mode(self) -> str:  # type: ignore[override]
-        return f"stream ({self.priority} priority)"
 
     def run(self, fn: Callable[[], None]) -> None:
         self._ready.record(torch.cuda.current_stream(self.device))
@@ -72,20 +60,6 @@ class StreamLane(Lane):
     def join(self) -> None:
         torch.cuda.current_stream(self.device).wait_event(self._done)
         self._running = False
-
-    def enter_loop(self) -> Callable[[], None] | None:
-        if self.priority != "low":
-            return None
-        previous = torch.cuda.current_stream(self.device)
-        loop = torch.cuda.Stream(self.device, priority=HIGH_PRIORITY)
-        loop.wait_stream(previous)  # everything setup queued
-        torch.cuda.set_stream(loop)
-
-        def leave() -> None:
-            previous.wait_stream(loop)
-            torch.cuda.set_stream(previous)
-
-        return leave
 
     def close(self) -> None:
         if self._running:
@@ -115,10 +89,10 @@ class ThreadLane(Lane):
         self._pool.shutdown(wait=True)
 
 
-def make_lane(device: torch.device, overlap: bool, priority: str) -> Lane:
+def make_lane(device: torch.device, overlap: bool) -> Lane:
     """The lane of a device env on `device`: serial unless `overlap`."""
     if not overlap:
         return Lane()
     if device.type == "cuda":
-        return StreamLane(device, priority)
+        return StreamLane(device)
     return ThreadLane()

@@ -92,9 +92,9 @@ class Window:
 
 
 def dead_tick(tick: TickResult, num_envs: int) -> bool:
-    """Every env ended its episode at its first step with a return of exactly 0: what an env
-    does with rows it cannot compute (non-finite physics or rewards: G1's shards zero such a
-    row and end its episode). A live env earns a non-zero reward on some step."""
+    """Every env ended its episode at its first step with a return of exactly 0: every row a
+    broken row (envs.api.EnvStep says what an env does with a row it cannot compute). A live
+    env earns a non-zero reward on some step."""
     lengths, returns = tick.episode_lengths, tick.episode_returns
     return (
         len(lengths) == num_envs

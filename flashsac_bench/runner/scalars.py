@@ -1,4 +1,4 @@
-"""The logged scalars under UniLab's names (unilab.md §1.5, optimization repo §3.4), the same
+"""The logged scalars under UniLab's names (unilab-rl 1.4.15's logger), the same
 for every logger (TensorBoard, W&B)."""
 
 from __future__ import annotations

@@ -263,14 +263,11 @@ def start_collector(
         t = time.perf_counter()
         # backend.warp's stream options; a device env of a task without a backend: the defaults.
         opts = c.backend.warp_options() if c.backend is not None else WarpOptions()
-        lane = make_lane(staging.device, opts.overlap, opts.stream_priority)
+        lane = make_lane(staging.device, opts.overlap)
         device = DeviceCollector(env, staging, lane)
         closing.callback(release_quietly, device.release, "the device env's CUDA graphs")
         closing.callback(device.close)  # before the env closes (a tick may still run)
         device.start(capture=True)
-        leave = lane.enter_loop()  # the loop's own stream, where the lane asks for one
-        if leave is not None:
-            closing.callback(leave)
         startup["env_capture_s"] = time.perf_counter() - t
         startup["cold_start_s"] += startup["env_capture_s"]
         return device

@@ -4,7 +4,7 @@ settings) and its report, OUT/parity.json / .md / .png.
 scripts/learning_parity.py's docstring (and docs/learning_parity.md) says what each part of the
 report measures: per-checkpoint mean ± 95% CI over seeds, permutation tests on the final values
 (primary: the final episode return, Bonferroni over the pairs), same-seed lockstep divergence
-relative to the seed-to-seed spread, and the time to the issue-6 thresholds.
+relative to the seed-to-seed spread, and the time to the walking thresholds.
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ spreads over all of them):
   env_only:      act, the tick, store (no update): what the env costs the loop alone;
   learner_only:  act and update (no env step, nothing stored);
   serial:        the tick, then the update, on one stream (backend.warp.overlap=false);
-  stream_<p>:    the tick on its own stream of priority p beside the update (runner.env_lane).
+  stream:        the tick on its own stream beside the update (runner.env_lane).
 
 Per iteration: iter_ms (host wall, from one act to the next, as the loop's rows), env_step_ms
 (device time of the env step, CUDA events) and learner_ms (device time of the update). The
 summary gives medians per mode and the ratio of each mode's iteration to env step + learner
-(device times of the serial mode): what issue 45's target (<= 0.8) is stated in.
+(device times of the serial mode): what the overlap's target is stated in.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from flashsac_bench.runner.device_collector import DeviceCollector
 from flashsac_bench.runner.env_lane import make_lane
 from flashsac_bench.runner.loop import Parts, Runner
 
-MODES = ("env_only", "learner_only", "serial", "stream_default", "stream_high", "stream_low")
+MODES = ("env_only", "learner_only", "serial", "stream")
 
 
 @dataclass
@@ -63,9 +63,7 @@ class ModeTimes:
 
 
 def _lane_of(mode: str, device: torch.device):
-    if mode.startswith("stream_"):
-        return make_lane(device, overlap=True, priority=mode.removeprefix("stream_"))
-    return make_lane(device, overlap=False, priority="default")
+    return make_lane(device, overlap=mode == "stream")
 
 
 def _iterations(parts: Parts, mode: str, n: int, k0: int, times: ModeTimes) -> None:
@@ -77,7 +75,6 @@ def _iterations(parts: Parts, mode: str, n: int, k0: int, times: ModeTimes) -> N
     collector.lane.close()
     collector.lane = lane
     times.lane = lane.mode
-    leave = lane.enter_loop()
     try:
         last = None
         for k in range(k0, k0 + n):
@@ -105,8 +102,6 @@ def _iterations(parts: Parts, mode: str, n: int, k0: int, times: ModeTimes) -> N
             times.learner_ms.append(late)
     finally:
         collector.close()  # the lane's tick, if one still runs
-        if leave is not None:
-            leave()
 
 
 def _prefill(parts: Parts, rows: int) -> int:

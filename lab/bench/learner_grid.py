@@ -107,10 +107,10 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
-            ran_eager = False
+            ran_eager = referenced = False
             timed: set = set()  # (align, path, options that matter on that path)
             wanted = ref_configs is None or f"{b}x{u}" in ref_configs
-            for i, (align, options, fused) in enumerate(configs):
+            for align, options, fused in configs:
                 setup = Setup(
                     batch_size=b,
                     updates_per_step=u,
@@ -139,10 +139,12 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                     timed.add(key)
                     ran_eager |= path == "eager"
                     record("ours", path, setup, timing, last.fused_kernels)
-                # The reference right after the first variant, whatever the deadline says: the
-                # ratios need it, and --deadline-s cuts our later variants instead. Its eager
-                # mode beside ours where ours ran eager, its graph always.
-                if i == 0 and args.reference == "unilab-rl" and wanted and last is not None:
+                # The reference right after the first variant whose last path ran (it times
+                # upstream on that learner's data), whatever the deadline says: the ratios need
+                # it, and --deadline-s cuts our later variants instead. Its eager mode beside
+                # ours where ours ran eager, its graph always.
+                if not referenced and args.reference == "unilab-rl" and wanted and last is not None:
+                    referenced = True
                     modes = [m for m in ("eager", "cudagraph") if m != "eager" or ran_eager]
                     for mode in modes:
                         eager = mode == "eager"

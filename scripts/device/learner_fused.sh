@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The learner at the kernel floor (issue 46) on one GPU, in deadline-aware steps (a cut call
+# The learner at the kernel floor on one GPU, in deadline-aware steps (a cut call
 # keeps what finished; results under $OUT, the summary printed last):
 #
 #   bash scripts/device/learner_fused.sh [deadline_s]        (default 480: ~8 minutes)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backend=mjwarp's loop on a lent GPU (issue 45), after `warp_carry.sh install` (Warp in
+# backend=mjwarp's loop on a lent GPU, after `warp_carry.sh install` (Warp in
 # /tmp/site). One step per call, in this order; each starts nothing that cannot finish before
 # its deadline and leaves its logs and results under $OUT (at most 4 files a step).
 #   bash scripts/device/warp_loop.sh tests [deadline]     ~3-4 min on a cold Warp kernel cache
@@ -8,7 +8,7 @@
 #   bash scripts/device/warp_loop.sh overlap [deadline]   ~2-3 min (a cold Inductor compile of
 #       u16 / batch 2048 ~1 min, then 3 rounds x 6 modes x 200 iterations of ~10-30 ms): the
 #       iteration at 2048 worlds, u16, batch 2048, cudagraph: env alone, learner alone, serial,
-#       beside the update on a stream of each priority, in one process (device_loop.json)
+#       beside the update on a stream of its own, in one process (device_loop.json)
 #   bash scripts/device/warp_loop.sh setup [deadline]     ~1.5 min: three 1-iteration runs of
 #       the same setting (the first may compile, the second is warm, the third warm with the
 #       Warp build on the main thread): setup_s, startup's parts, torch's compile facts

@@ -170,7 +170,7 @@ def test_every_number_of_the_evaluate_options_has_a_range(key, kind, is_list, si
         ({"task": {"decimation": 10**6}}, "task.decimation=1000000: must be in [1, 1000]"),
         ({"task": {"ctrl_dt": 1e-9}}, "task.episode_length_s / task.ctrl_dt must be <="),
         ({"update": {"updates_per_step": 10**6}}, "update.updates_per_step=1000000: must be in"),
-        # finite, but past any sense: issue 47's findings
+        # finite, but past any sense
         ({"run": {"seed": 10**23}}, "run.seed=100000000000000000000000: must be in [0, "),
         ({"task": {"rewards": {"alive": 1e38}}}, "task.rewards.alive=1e+38: must be in [-10000,"),
     ],

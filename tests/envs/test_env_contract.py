@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from flashsac_bench.config.backend import MujocoConfig
+from flashsac_bench.config.backend import MjwarpConfig, MujocoConfig, WarpOptions
 from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.envs import TaskEnv, VecEnv, make_env
-from flashsac_bench.envs.api import EnvStep, check_env, check_step
+from flashsac_bench.envs.api import DeviceVecEnv, EnvStep, check_device_step, check_env, check_step
+from tests.fakes.fake_device_env import FakeDeviceEnv
 from tests.fakes.fake_env import FakeEnv, SplitFakeEnv
 from tests.fakes.sharded_env import FakeShardedEnv
 
@@ -130,3 +131,47 @@ def test_a_wrong_dtype_or_shape_is_refused() -> None:
         TypeError, match=r"EnvStep\.obs must be float32 \(4, 6\), got float32 \(2, 6\)"
     ):
         check_step(env, EnvStep(**{**vars(step), "obs": step.obs[:2]}))
+
+
+def _device_envs() -> dict[str, Callable[[], DeviceVecEnv]]:
+    return {
+        "FakeDeviceEnv": lambda: FakeDeviceEnv(N, seed=1, max_episode_steps=3),
+        "G1WalkWarp (Warp's CPU device)": lambda: make_env(
+            TaskConfig(), MjwarpConfig(warp=WarpOptions(device="cpu")), N, 1
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "FakeDeviceEnv",
+        pytest.param("G1WalkWarp (Warp's CPU device)", marks=pytest.mark.slow),
+    ],
+)
+def test_every_device_env_and_fake_implements_the_device_contract(name: str, request) -> None:
+    """The device contract (envs.api.DeviceVecEnv) as the runner uses it: sizes, a reset's and a
+    step's tensors on the env's device with the declared dtypes and shapes, metrics as floats,
+    get_state / set_state continuing bit for bit."""
+    import torch
+
+    if name.startswith("G1WalkWarp"):
+        request.getfixturevalue("mjwarp")  # skips, naming the pip command, without the extra
+    with _device_envs()[name]() as env:
+        check_env(env)
+        assert isinstance(env, DeviceVecEnv) and not isinstance(env, VecEnv)
+        obs, critic_obs = env.reset()
+        assert obs.dtype == torch.float32 and tuple(obs.shape) == (N, env.obs_dim)
+        assert tuple(critic_obs.shape) == (N, env.critic_obs_dim)
+        assert obs.device.type == env.device.type
+        g = torch.Generator().manual_seed(0)
+        actions = (torch.rand(3, N, env.action_dim, generator=g) * 2 - 1).to(env.device)
+        for a in actions[:2]:
+            check_device_step(env, env.step(a))
+        assert all(isinstance(v, float) for v in env.metrics().values())
+        state = env.get_state()
+        first = {k: v.clone() for k, v in vars(env.step(actions[2])).items() if k != "reward_terms"}
+        env.set_state(state)
+        again = env.step(actions[2])
+        for key, value in first.items():
+            assert torch.equal(getattr(again, key), value), key

@@ -84,7 +84,7 @@ def test_a_cudagraph_run_replays_graphs_without_hidden_syncs(tmp_path, monkeypat
     tc = s["training_config"]
     assert s["complete"] and tc["env_mode"] == "device"
     assert tc["env_step"] == "cuda_graph, packing cuda_graphs"
-    assert tc["env_overlap"] == "stream (default priority)"
+    assert tc["env_overlap"] == "stream"
     assert tc["device_steps"] == "cuda_graphs"
     for row in s["rows_all"]:
         assert row["env_step_ms"] > 0 and row["collector_cycle_ms"] >= row["env_step_ms"]

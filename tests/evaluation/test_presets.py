@@ -1,4 +1,4 @@
-"""The issue-6 presets compose into what their comments promise."""
+"""The walking presets compose into what their comments promise."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _compose(*overrides: str):
 
 def test_g1_walk_h200_is_unilab_g1_owner_scaled_to_1024_envs():
     c = _compose("+experiment=g1_walk_h200")
-    # UniLab's G1 FlashSAC owner (unilab.md §3.2): batch 2048, u8 / pf2, replay_buffer_n 256,
+    # UniLab's G1 FlashSAC owner (unilab-rl 1.4.15): batch 2048, u8 / pf2, replay_buffer_n 256,
     # learning_starts 49, gamma 0.97, tau 0.05; 4096 envs scaled to 1024 for 16 cores.
     assert (c.replay.batch_size, c.replay.replay_buffer_n, c.replay.learning_starts) == (
         2048,

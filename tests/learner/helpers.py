@@ -30,6 +30,7 @@ def tiny_learner(
     fill_steps: int = 8,
     gemm_align: int = 1,
     path_options: dict | None = None,
+    fused_kernels: bool = False,
     **cfg_overrides,
 ) -> FlashSACLearner:
     learner = FlashSACLearner(
@@ -42,6 +43,7 @@ def tiny_learner(
         path=PathConfig(name=path, **(path_options or {})),
         seed=seed,
         gemm_align=gemm_align,
+        fused_kernels=fused_kernels,
     )
     fill_ring(learner, fill_steps)
     return learner

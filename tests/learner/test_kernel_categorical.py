@@ -98,7 +98,9 @@ def test_the_ops_differentiate_like_the_reference_under_torch_func():
 
 def _learner(path, monkeypatch):
     monkeypatch.setattr(kernels, "enabled", lambda device: True)
-    return tiny_learner(path)
+    learner = tiny_learner(path, fused_kernels=True)
+    assert learner.statics.kernels
+    return learner
 
 
 def test_eager_with_the_ops_matches_the_reference(monkeypatch):

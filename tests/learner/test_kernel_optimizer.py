@@ -108,7 +108,7 @@ def test_the_ops_cpu_implementation_equals_the_reference():
 def _learner(path: str, monkeypatch):
     """A tiny learner whose updates call the fused ops (their CPU implementations)."""
     monkeypatch.setattr(kernels, "enabled", lambda device: True)
-    learner = tiny_learner(path)
+    learner = tiny_learner(path, fused_kernels=True)
     assert learner.statics.kernels
     return learner
 

@@ -1,4 +1,4 @@
-"""Every bad input of issue 15 through the real CLI: a non-zero exit, no traceback, a message
+"""Every bad input class through the real CLI: a non-zero exit, no traceback, a message
 of at most 3 lines that names the key or file; inputs that are refused up front build no env
 and leave no run dir behind. --debug / HYDRA_FULL_ERROR=1 still show the traceback."""
 
@@ -37,7 +37,7 @@ NO_SITES_XML = (
 )
 
 CASES = [
-    # accepted silently before issue 15
+    # once accepted silently
     Case("plus_unknown_key", ["+run.iteratons=5"], ["run.iteratons", "run.iterations"]),
     Case("resume_nothing_to_do", ["run.resume={ckpt}", "run.iterations=5"],
          ["iteration 10", "run.iterations=N with N > 10"]),

@@ -23,15 +23,15 @@ def test_every_mode_runs_its_steps_and_the_ratios_follow() -> None:
     assert all(m["n"] == 8 for m in modes.values())
     assert modes["env_only"]["learner_ms_median"] is None  # no update ran
     assert modes["learner_only"]["env_step_ms_median"] is None  # no env step ran
-    for mode in ("serial", "stream_default"):
+    for mode in ("serial", "stream"):
         assert modes[mode]["env_step_ms_median"] > 0 and modes[mode]["learner_ms_median"] > 0
-    assert modes["serial"]["lane"] == "serial" and modes["stream_high"]["lane"] == "thread"
+    assert modes["serial"]["lane"] == "serial" and modes["stream"]["lane"] == "thread"
     total = modes["serial"]["env_step_ms_median"] + modes["serial"]["learner_ms_median"]
     assert result["ratios"]["env_step_plus_learner_ms"] == pytest.approx(total, abs=1e-3)
     assert result["ratios"]["serial"] == pytest.approx(
         modes["serial"]["iter_ms_median"] / total, abs=2e-3
     )
-    assert "| stream_low | thread | 8 |" in device_loop.table(result)
+    assert "| stream | thread | 8 |" in device_loop.table(result)
 
 
 def test_an_unknown_mode_and_a_host_env_are_refused() -> None:

@@ -50,7 +50,7 @@ def _fake(task, backend, num_envs, seed):
 
 
 def _run(tmp: Path, lane: str, monkeypatch, factory=_fake, task=None, **cfg) -> tuple[dict, dict]:
-    monkeypatch.setattr(setup, "make_lane", lambda device, overlap, priority: LANES[lane]())
+    monkeypatch.setattr(setup, "make_lane", lambda device, overlap: LANES[lane]())
     run_dir = tmp / lane.replace(" ", "_")
     config = tiny_config(iterations=ITERATIONS, **cfg)
     if task is not None:
@@ -92,7 +92,7 @@ def test_every_lane_trains_exactly_as_the_serial_order(tmp_path, monkeypatch) ->
 def test_the_default_lane_of_a_cpu_device_is_the_thread(tmp_path) -> None:
     train(tiny_config(iterations=3), run_dir=tmp_path, env_factory=_fake)
     assert read_summary(tmp_path)["training_config"]["env_overlap"] == "thread"
-    assert make_lane(torch.device("cpu"), overlap=False, priority="default").mode == "serial"
+    assert make_lane(torch.device("cpu"), overlap=False).mode == "serial"
 
 
 class FailingEnv(FakeDeviceEnv):

@@ -139,7 +139,7 @@ def test_a_stream_lane_runs_the_tick_beside_the_callers_work():
     cycles = 50_000_000  # tens of ms on any GPU: far longer than the launches between
 
     def measure(overlap: bool) -> tuple[float, float]:
-        lane = make_lane(device, overlap=overlap, priority="default")
+        lane = make_lane(device, overlap=overlap)
         events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
 
         def tick() -> None:

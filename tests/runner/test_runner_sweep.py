@@ -160,7 +160,7 @@ def test_bench_h200_preset_and_slurm_launcher_compose():
     with open_dict(cfg):
         del cfg["hydra"]
     c = to_config(cfg)
-    # UniLab's real-physics benchmark setting (optimization repo §5.3)
+    # UniLab's real-physics benchmark setting (unilab-rl's own)
     assert (c.run.num_envs, c.replay.batch_size, c.replay.replay_buffer_n) == (256, 256, 32)
     assert (c.replay.learning_starts, c.run.iterations, c.run.summary_last) == (8, 1000, 500)
     assert (c.hardware.name, c.path.name) == ("h200", "cudagraph")
