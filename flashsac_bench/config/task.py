@@ -263,9 +263,9 @@ class GymnasiumTaskConfig(BaseTaskConfig):
     What the learner needs beyond these keys is the env's or the learner's: the actor's
     actions in [-1, 1] are always scaled to the env's action bounds; critic_obs is obs; the
     observation needs no normalizer of its own (the networks' first layer is a BatchNorm, as
-    FlashSAC's: official_flashsac.md's embedder), and the rewards go through the learner's
-    return-based normalizer (learner.normalize_reward), which keeps the normalized returns
-    inside the critic's [v_min, v_max] support whatever the task's reward scale is."""
+    FlashSAC's embedder), and the rewards go through the learner's return-based normalizer
+    (learner.normalize_reward), which keeps the normalized returns inside the critic's
+    [v_min, v_max] support whatever the task's reward scale is."""
 
     USES_BACKEND: ClassVar[bool] = False
 
