@@ -26,6 +26,7 @@ case $MODE in
   *) echo "sb3_bench.sh: check or full, not $MODE"; exit 2 ;;
 esac
 exec > >(tee -a "$OUT/sb3_bench.log") 2>&1
+egl_rendering  # MUJOCO_GL for the evaluations' MuJoCo (disable where no EGL is here)
 python3 -c "import gymnasium, gymnasium.envs.mujoco, stable_baselines3 as s; \
 print('gymnasium', gymnasium.__version__, 'stable-baselines3', s.__version__)" \
   || { echo "sb3_bench.sh: gymnasium / stable-baselines3 missing: carry their wheels in .whl/"; exit 1; }
