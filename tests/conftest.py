@@ -44,6 +44,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_gpu)
 
 
+GYMNASIUM_MISSING = 'needs the [gymnasium] extra (gymnasium): pip install -e ".[gymnasium]"'
+
+
+@pytest.fixture(scope="session")
+def gymnasium_extra() -> None:
+    """Skips, naming the install command, where the [gymnasium] extra is not installed."""
+    from flashsac_bench.config.options import installed
+
+    if not installed("gymnasium"):
+        pytest.skip(GYMNASIUM_MISSING)
+
+
 @pytest.fixture(scope="session")
 def mjwarp_extra() -> None:
     """Skips, naming the install command, where the [mjwarp] extra is not installed."""

@@ -5,9 +5,10 @@ A DIR is a run dir (holds summary.json) or a sweep dir (its sub-dirs hold them).
 summary says "running" but whose writer is gone (SIGKILL, a full disk) is listed as `stale`,
 with its last checkpoint (runner.liveness).
 
-% reduction columns compare each run with the eager run(s) of the same update ratio and
-setup (updates_per_step, policy_frequency, num_envs, batch_size, device, dtype); several
+% reduction columns compare each run with the eager run(s) of the same task, update ratio and
+setup (task, updates_per_step, policy_frequency, num_envs, batch_size, device, dtype); several
 eager runs of one setup (repeats) are averaged. 100 * (1 - run / eager): positive = faster.
+`return` is the run's last logged episode_return_mean (its last 100 episodes), any task's.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 STATS = ("mean", "median", "p90", "p95")
 PATH_ORDER = {"eager": 0, "compile": 1, "cudagraph": 2}
 BASELINE_KEYS = (
+    "task",
     "updates_per_step",
     "policy_frequency",
     "num_envs",
@@ -72,8 +74,11 @@ def _row(run_dir: Path, s: dict[str, Any]) -> dict[str, Any]:
             state["detail"],
             state["last_checkpoint"],
         )
+    rows = s.get("rows_all") or []
     row: dict[str, Any] = {
         "run": run_dir.name,
+        # The task; a Gymnasium task by its env (task=gymnasium's runs compare per env).
+        "task": tc.get("env_id") or tc.get("task"),
         "update": tc.get("update"),
         "path": tc.get("path"),
         "executor": tc.get("executor"),
@@ -100,6 +105,7 @@ def _row(run_dir: Path, s: dict[str, Any]) -> dict[str, Any]:
             row[f"{timing}_{stat}"] = stats.get(stat)
     row["overlap_efficiency"] = s.get("overlap_efficiency")
     row["env_steps_per_s"] = s.get("env_steps_per_s")
+    row["return"] = rows[-1].get("episode_return_mean") if rows else None
     row["run_dir"] = str(run_dir)
     return row
 
@@ -157,6 +163,7 @@ def markdown_table(df: pd.DataFrame) -> str:
     """A GitHub-markdown table of the comparison (no tabulate dependency)."""
     columns: list[tuple[str, str, int]] = [
         ("run", "run", 0),
+        ("task", "task", 0),
         ("update", "update", 0),
         ("path", "path", 0),
         ("complete", "complete", 0),
@@ -174,9 +181,10 @@ def markdown_table(df: pd.DataFrame) -> str:
         ("iter_reduction_mean_pct", "iter -% (mean)", 1),
         ("iter_reduction_median_pct", "iter -% (median)", 1),
         ("cold_start_s", "cold start s", 1),
+        ("return", "return", 1),
     ]
     head = "| " + " | ".join(title for _, title, _ in columns) + " |"
-    text = {"run", "update", "path", "complete", "status"}
+    text = {"run", "task", "update", "path", "complete", "status"}
     sep = "|" + "|".join("---" if c in text else "---:" for c, _, _ in columns)
     lines = [head, sep + "|"]
     for _, r in df.iterrows():

@@ -119,8 +119,9 @@ def _unknown_key(key: str, detail: str, parent: type | None = None) -> str:
         from flashsac_bench.config.root import Config
 
         close = suggest(key, Config())
-    backend = getattr(parent, "name", None) if key.startswith("backend.") else None
-    return f"unknown key {key}{unknown_key_hint(key, close, backend)}: {detail}"
+    # The option composed for the key's group (its schema's name), e.g. backend=mujoco.
+    chosen = getattr(parent, "name", None) if key.startswith(("backend.", "task.")) else None
+    return f"unknown key {key}{unknown_key_hint(key, close, chosen)}: {detail}"
 
 
 def describe(err: BaseException) -> tuple[str, int] | None:

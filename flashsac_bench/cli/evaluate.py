@@ -45,8 +45,15 @@ from flashsac_bench.cli.tool import Tool, run_tool
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
+from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.evaluation.config import EvalConfig
-from flashsac_bench.evaluation.render import GIF_NAME, STRIP_NAME, frame_stride, render_episode
+from flashsac_bench.evaluation.render import (
+    GIF_NAME,
+    STRIP_NAME,
+    frame_stride,
+    render_episode,
+    render_gymnasium_episode,
+)
 from flashsac_bench.evaluation.robustness import (
     Condition,
     apply_condition,
@@ -103,16 +110,12 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     trained = load_trained_learner(ec.checkpoint, device, ec.dtype)
     cfg, learner = trained.config, trained.learner
     _say(f"{trained.checkpoint} (iteration {trained.iteration}) on {device}")
-    if ec.render:
+    g1 = isinstance(cfg.task, TaskConfig)  # else a Gymnasium env: no G1 metrics, goals, camera
+    if ec.render and isinstance(cfg.task, TaskConfig):
         frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
     out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
     num_envs = min(ec.num_envs, ec.episodes)
-    # A MuJoCo Warp policy is judged in the reference physics, CPU MuJoCo.
-    backend = cfg.backend if isinstance(cfg.backend, MujocoConfig) else MujocoConfig()
-    if ec.threads > 0:
-        backend = dataclasses.replace(backend, mode="threads", workers=0, num_threads=ec.threads)
-    elif backend.workers > num_envs:  # training's worker count, for fewer envs here
-        backend = dataclasses.replace(backend, workers=num_envs)
+    backend = _eval_backend(cfg, ec, num_envs)
 
     def policy(obs: np.ndarray) -> np.ndarray:
         x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)).to(learner.device)
@@ -122,6 +125,8 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     with trained_task(trained) as task:
 
         def metrics(out: EnvStep) -> dict[str, np.ndarray]:
+            if not isinstance(task, TaskConfig):
+                return {}
             return step_metrics(
                 out.final_critic_obs,
                 out.reward_terms,
@@ -149,7 +154,11 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
                 if condition is not None:
                     apply_condition(env, condition)
                 render_env = ec.render_env
-                record_steps = int(round(ec.render_seconds / task.ctrl_dt)) if render else 0
+                record_steps = (
+                    int(round(ec.render_seconds / task.ctrl_dt))
+                    if render and isinstance(task, TaskConfig)
+                    else 0
+                )
                 qpos = env.qpos if isinstance(env, TaskEnv) else None
                 record = (lambda: qpos[render_env].copy()) if qpos is not None else None
                 result = rollout(
@@ -173,6 +182,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
         rollout_s = time.perf_counter() - t_roll
         robustness: dict[str, Any] = {}
         for name in ec.robustness:
+            assert isinstance(task, TaskConfig)  # _check: the G1's conditions
             cond = make_condition(name, task, ec.push_step, ec.push_velocity)
             if name == "nominal":  # the rollout above, exactly: not run twice
                 episodes = result.episodes
@@ -215,12 +225,17 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
             "episodes": result.episodes,
             "git": git_info(),
         }
+        if not g1:  # the walking goals are the G1's
+            report["goals"] = None
         if robustness:  # only when asked: eval.json without the option stays as it was
             report["robustness"] = robustness
         out_dir.mkdir(parents=True, exist_ok=True)  # after the rollouts: a failure writes nothing
         if kept := keep_earlier_evaluation(out_dir):
             _say(f"the earlier evaluation in {out_dir} is kept in {kept}")
-        if ec.render:
+        if ec.render and not g1:
+            _say(f"rendering one episode of {cfg.task.name} (seed {ec.seed}) ...")
+            rendered = render_gymnasium_episode(task, policy, ec, out_dir)
+        elif ec.render:
             _say(f"rendering {len(result.frames)} states of env {ec.render_env} ...")
             rendered = render_episode(task, result.frames, ec, out_dir)
         else:
@@ -252,10 +267,10 @@ def _log_to_wandb(trained: Any, report: dict[str, Any], saved: dict[str, Any]) -
     from flashsac_bench.evaluation.trained import run_dir_of
     from flashsac_bench.runner.loggers import log_to_saved_wandb_run
 
-    goals = report["goals"]
+    goals = report["goals"] or {}
     points = {
-        "eval/episode_length_mean": goals["episode_length_mean"],
-        "eval/lin_vel_tracking_frac": goals["lin_vel_tracking_frac_mean"],
+        "eval/episode_length_mean": report["summary"]["length"]["mean"],
+        "eval/lin_vel_tracking_frac": goals.get("lin_vel_tracking_frac_mean"),
         "eval/return_mean": report["summary"]["return"]["mean"],
     }
     points = {k: float(v) for k, v in points.items() if v is not None}
@@ -263,6 +278,20 @@ def _log_to_wandb(trained: Any, report: dict[str, Any], saved: dict[str, Any]) -
     run_dir = run_dir_of(trained.checkpoint)
     _say(f"logging the evaluation to W&B run {saved['wandb_run_id']} ...")
     log_to_saved_wandb_run(run_dir, saved, trained.iteration, points, Path(gif) if gif else None)
+
+
+def _eval_backend(cfg: Any, ec: EvalConfig, num_envs: int) -> MujocoConfig | None:
+    """The backend the evaluation's envs run on: a MuJoCo Warp policy is judged in the
+    reference physics, CPU MuJoCo (`threads` and fewer envs than training's workers applied);
+    None for a task that steps its envs itself (task=gymnasium)."""
+    if cfg.backend is None:
+        return None
+    backend = cfg.backend if isinstance(cfg.backend, MujocoConfig) else MujocoConfig()
+    if ec.threads > 0:
+        return dataclasses.replace(backend, mode="threads", workers=0, num_threads=ec.threads)
+    if backend.workers > num_envs:  # training's worker count, for fewer envs here
+        return dataclasses.replace(backend, workers=num_envs)
+    return backend
 
 
 def _device(device: str) -> str:
@@ -321,7 +350,12 @@ def _check(ec: EvalConfig) -> None:
     check_stored_model(trained)
     path, payload = trained.checkpoint, trained.payload
     cfg = acting_config(payload)
-    if ec.render:
+    if ec.robustness and not isinstance(cfg.task, TaskConfig):
+        raise ConfigError(
+            f"robustness: its conditions (pushes, link masses, commands) are the G1's, and the "
+            f"checkpoint's task is {cfg.task.name}: pass robustness=false"
+        )
+    if ec.render and isinstance(cfg.task, TaskConfig):
         try:
             frame_stride(cfg.task.ctrl_dt, ec.render_fps)
         except ValueError as err:
@@ -344,14 +378,18 @@ def _check(ec: EvalConfig) -> None:
 def _job(ec: EvalConfig, composed: dict[str, Any]) -> int:
     report = evaluate(ec)
     s = report["summary"]
-    print(
+    line = (
         f"{s['episodes']} episodes: return {s['return']['mean']:.2f} ± {s['return']['std']:.2f}, "
-        f"length {s['length']['mean']:.1f}, lin-vel error "
-        f"{s['lin_vel_error_mean']['mean']:.3f} m/s (tracking "
-        f"{_pct(s['tracking_lin_vel_frac_mean']['mean'])} of max), ang-vel error "
-        f"{s['ang_vel_error_mean']['mean']:.3f} rad/s (tracking "
-        f"{_pct(s['tracking_ang_vel_frac_mean']['mean'])})"
+        f"length {s['length']['mean']:.1f}"
     )
+    if "lin_vel_error_mean" in s:  # the G1's tracking
+        line += (
+            f", lin-vel error {s['lin_vel_error_mean']['mean']:.3f} m/s (tracking "
+            f"{_pct(s['tracking_lin_vel_frac_mean']['mean'])} of max), ang-vel error "
+            f"{s['ang_vel_error_mean']['mean']:.3f} rad/s (tracking "
+            f"{_pct(s['tracking_ang_vel_frac_mean']['mean'])})"
+        )
+    print(line)
     if report.get("robustness"):
         print("robustness (docs/evaluation.md):")
         for name, rec in report["robustness"].items():

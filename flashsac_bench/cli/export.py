@@ -26,6 +26,7 @@ import torch
 
 from flashsac_bench.cli.tool import Tool, run_tool
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.evaluation.policy import DeterministicActor
 from flashsac_bench.evaluation.trained import (
     DTYPES,
@@ -109,10 +110,20 @@ def policy_metadata(trained: TrainedLearner, module: DeterministicActor) -> dict
         "matmul_dtype": str(module.mm_dtype).removeprefix("torch."),
         "input": "obs float32 [batch, obs_dim]: the task's policy observation",
         "output": "action float32 [batch, action_dim] in [-1, 1] = tanh(mean): deterministic",
-        "ctrl_dt": cfg.task.ctrl_dt,
-        "action_scale": cfg.task.action_scale,
     }
-    if cfg.task.name == "g1_walk_flat":
+    if isinstance(cfg.task, GymnasiumTaskConfig):
+        # The env's own observation; its actions are the policy's mapped onto its bounds.
+        record = trained.payload.get("model") or {}
+        meta.update(
+            env_id=cfg.task.env_id,
+            gymnasium=record.get("gymnasium"),
+            dt=record.get("dt"),
+            action_low=record.get("action_low"),
+            action_high=record.get("action_high"),
+            env_action="action_low + (action + 1) / 2 * (action_high - action_low)",
+        )
+    if isinstance(cfg.task, TaskConfig):
+        meta.update(ctrl_dt=cfg.task.ctrl_dt, action_scale=cfg.task.action_scale)
         # Imported here: only this branch needs MuJoCo (the env's model and joint order).
         from flashsac_bench.envs.g1_figures import JOINT_NAMES
         from flashsac_bench.envs.g1_layout import G1Layout
@@ -121,6 +132,7 @@ def policy_metadata(trained: TrainedLearner, module: DeterministicActor) -> dict
 
         # The model the checkpoint carries (its default pose), not whatever the file is now.
         with trained_task(trained) as task:
+            assert isinstance(task, TaskConfig)
             layout = G1Layout.from_model(task_spec(task.model_file).compile())
         meta["model_sha256"] = (trained.payload.get("model") or {}).get("sha256")
         meta.update(

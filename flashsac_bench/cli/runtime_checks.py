@@ -12,6 +12,7 @@ from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.runner.env_factory import (
     EnvFactory,
     env_factory_is_default,
@@ -32,6 +33,7 @@ def check_model_file(config: Config) -> Any:
     """Parse and compile the task's model (an external task.model_file, or the built-in G1) as
     the env will, find everything the task needs in it (joints, actuators, sites for the
     sensors, the `stand` keyframe) and check its physics values (g1_model.check_physics)."""
+    assert isinstance(config.task, TaskConfig)
     model_file = config.task.model_file
     import mujoco
 
@@ -61,16 +63,34 @@ def check_model_file(config: Config) -> Any:
     return model
 
 
+def check_gymnasium_task(config: Config) -> tuple[int, int, int]:
+    """task=gymnasium: its extra installed, its env id known to Gymnasium and an env the
+    adapter can step (envs.gymnasium_env.check_task makes one); its (obs, critic obs, action)
+    sizes."""
+    task = config.task
+    assert isinstance(task, GymnasiumTaskConfig)
+    task.check_available()
+    from flashsac_bench.envs.gymnasium_env import check_task
+
+    facts = check_task(task)
+    return facts.obs_dim, facts.obs_dim, facts.action_dim
+
+
 def check_stored_model(trained: Any) -> None:
     """The model a checkpoint carries (evaluation.trained.TrainedLearner), checked as
     task.model_file is before a run (a G1 with what the task needs, sound physics), so that
-    evaluate and export refuse a stored model that is not a G1 before any work."""
+    evaluate and export refuse a stored model that is not a G1 before any work. A Gymnasium
+    task's env is checked as before a run."""
     from dataclasses import replace
 
     from flashsac_bench.evaluation.trained import trained_task
     from flashsac_bench.runner.checkpoint import CheckpointError
 
+    if isinstance(trained.config.task, GymnasiumTaskConfig):
+        check_gymnasium_task(trained.config)
+        return
     with trained_task(trained) as task:
+        assert isinstance(task, TaskConfig)
         if task.model_file is None:
             return  # the built-in G1 of this version (trained_task warns when it differs)
         try:
@@ -115,17 +135,22 @@ def host_available() -> int | None:
     return avail
 
 
-def memory_needs(config: Config, model: Any | None) -> dict[str, dict[str, int]]:
+def memory_needs(
+    config: Config, model: Any | None, dims: tuple[int, int, int] | None = None
+) -> dict[str, dict[str, int]]:
     """A lower bound of the bytes a run allocates, by place ("host", "device") and part: what
     surely gets allocated (the replay ring, its host copy for checkpoints, the staging, the
     env arrays and each env's physics buffer), so that only a run that cannot fit is refused.
-    `model`: the G1 task's compiled model (None: a custom env, whose sizes are unknown: one
-    float per observation and action is assumed)."""
+    `model`: the G1 task's compiled model; `dims`: another task's (obs, critic obs, action)
+    sizes (neither: a custom env, whose sizes are unknown: one float per observation and
+    action is assumed)."""
     from flashsac_bench.learner.replay import RowLayout
 
     n = config.run.num_envs
     per_env_physics = 0
-    if model is not None:
+    if dims is not None:
+        row = RowLayout(*dims)
+    elif model is not None:
         from flashsac_bench.envs.g1_shard import array_spec
         from flashsac_bench.envs.g1_walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
 
@@ -143,10 +168,12 @@ def memory_needs(config: Config, model: Any | None) -> dict[str, dict[str, int]]
     return {"host": host, "device": device}
 
 
-def check_memory(config: Config, model: Any | None = None) -> None:
+def check_memory(
+    config: Config, model: Any | None = None, dims: tuple[int, int, int] | None = None
+) -> None:
     """Refuse a run whose allocations (memory_needs, a lower bound) exceed what this machine
     has available, before anything is allocated."""
-    needs = memory_needs(config, model)
+    needs = memory_needs(config, model, dims)
     places = [("host", host_available(), "host memory")]
     device = config.hardware.resolved_device()
     if needs["device"] and device.startswith("cuda"):
@@ -170,11 +197,15 @@ def check_memory(config: Config, model: Any | None = None) -> None:
 def check_runtime(config: Config, env_factory: EnvFactory | None = None) -> None:
     """Device availability, the logger's package (and W&B login), the env factory
     (FLASHSAC_BENCH_ENV_FACTORY) and, for the built-in env, the backend's packages and the model
-    file. Raises a ConfigError subclass."""
+    file (task=gymnasium: its extra and its env). Raises a ConfigError subclass."""
     config.hardware.check_available()
     config.logger.check_available()  # logger=wandb without its extra: the pip command
     resolve_env_factory(env_factory)
-    if env_factory_is_default(env_factory):
+    model = dims = None
+    if env_factory_is_default(env_factory) and isinstance(config.task, GymnasiumTaskConfig):
+        dims = check_gymnasium_task(config)  # without its extra: the pip command
+    elif env_factory_is_default(env_factory):
+        assert config.backend is not None  # a G1 task has one (Config)
         config.backend.check_available()  # backend=mjwarp without its extra: the pip command
-    model = check_model_file(config) if env_factory_is_default(env_factory) else None
-    check_memory(config, model)
+        model = check_model_file(config)
+    check_memory(config, model, dims)

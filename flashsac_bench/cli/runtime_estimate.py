@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.task import TaskConfig
 
 ENV_STEPS_PER_S = 4700.0
 ENV_THREAD_EXPONENT = 0.9
@@ -101,8 +102,9 @@ def estimate_cpu_run(config: Config, cores: int | None = None) -> Estimate:
 
 
 def cpu_warning(config: Config, cores: int | None = None) -> str | None:
-    """The up-front warning for a long CPU run, or None (a GPU run, or a short one)."""
-    if config.hardware.resolved_device() != "cpu":
+    """The up-front warning for a long CPU run, or None (a GPU run, a short one, or a task
+    other than the G1, whose env cost the model was not fitted to)."""
+    if config.hardware.resolved_device() != "cpu" or not isinstance(config.task, TaskConfig):
         return None
     est = estimate_cpu_run(config, cores)
     if est.total_s < WARN_AFTER_S:

@@ -59,9 +59,9 @@ def check_job(cfg: Any, run_dir: Path) -> Config:
     check_runtime(config)
     model = None
     if env_factory_is_default():
-        from flashsac_bench.envs.g1_model import model_record
+        from flashsac_bench.envs import task_record
 
-        model = model_record(config.task.model_file)
+        model = task_record(config.task)
     plan_resume(config, run_dir, mmap=True, model=model)
     problem = probe_writable(run_dir)
     if problem:

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.options import OptionGroup, installed
 from flashsac_bench.config.values import FLOAT_BOUND, ranged, require_bounded
 
 MODES = ("auto", "processes", "threads")
@@ -75,16 +76,6 @@ class WarpOptions:
         return same_device(self.device)
 
 
-def _installed(module: str) -> bool:
-    """Whether `module` can be imported (found on the path; not blocked in sys.modules)."""
-    import importlib.util
-    import sys
-
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    return importlib.util.find_spec(module) is not None
-
-
 def same_device(device: str) -> str:
     """A device name in one spelling: "auto" resolved (CUDA when torch sees it), "cuda" as
     "cuda:0"; so that two names of one device compare equal."""
@@ -96,51 +87,26 @@ def same_device(device: str) -> str:
 
 
 @dataclass
-class BackendConfig:
+class BackendConfig(OptionGroup):
     """The physics backend that steps the envs (group `backend`): what every backend has.
 
     Each backend has a schema of its own (MujocoConfig, MjwarpConfig below; its YAML in
     conf/backend/ starts from it: config.store registers them), so that a composed config holds
     the options its backend reads and no others."""
 
+    GROUP: ClassVar[str] = "backend"
+    OPTIONS: ClassVar[tuple[str, ...]] = BACKENDS
+
     # "mujoco": MuJoCo on the CPU; "mjwarp": MuJoCo Warp on the learner's device.
     name: str = "mujoco"
 
     def __post_init__(self) -> None:
         require_bounded(self, "backend.")  # config.values: every number finite, in its range
-        if self.name not in BACKENDS:
-            raise ConfigError(f"backend.name must be one of {BACKENDS}, got {self.name!r}")
+        self.check_name(self.name)
 
     @classmethod
-    def schema_for(cls, name: str) -> type[BackendConfig]:
-        """The schema of backend `name` (ConfigError naming the backends for another name)."""
-        if name not in BACKENDS:
-            raise ConfigError(f"backend.name must be one of {BACKENDS}, got {name!r}")
-        return MujocoConfig if name == "mujoco" else MjwarpConfig
-
-    @classmethod
-    def chosen(cls, node: Any) -> type[BackendConfig]:
-        """The schema of the backend that `node` (a composed or stored `backend` node) holds:
-        the one Hydra composed it with (conf/backend/<name>.yaml starts from it), else, for
-        plain data (a stored config), the one its name chooses."""
-        from omegaconf import DictConfig, OmegaConf
-
-        typed = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
-        if (
-            isinstance(typed, type)
-            and issubclass(typed, BackendConfig)
-            and typed is not BackendConfig
-        ):
-            return typed
-        name = node.get("name", BACKENDS[0]) if isinstance(node, dict | DictConfig) else None
-        return cls.schema_for(str(name))
-
-    def _require_name(self, name: str) -> None:
-        if self.name != name:
-            raise ConfigError(
-                f"backend.name={self.name} in backend={name}'s options: choose the backend "
-                f"with backend={self.name}"
-            )
+    def _schemas(cls) -> dict[str, type[Any]]:
+        return {"mujoco": MujocoConfig, "mjwarp": MjwarpConfig}
 
     def plan(self, num_envs: int, cores: int | None = None) -> EnvPlan:
         """How `num_envs` envs are stepped on a machine with `cores` cores."""
@@ -225,7 +191,7 @@ class MjwarpConfig(BackendConfig):
         return EnvPlan("device", 0, 0)
 
     def check_available(self) -> None:
-        missing = [m for m in ("warp", "mujoco_warp") if not _installed(m)]
+        missing = [m for m in ("warp", "mujoco_warp") if not installed(m)]
         if missing:
             raise ConfigError(
                 f"backend=mjwarp needs the [mjwarp] extra ({', '.join(missing)} not installed): "
@@ -234,17 +200,3 @@ class MjwarpConfig(BackendConfig):
 
     def warp_options(self) -> WarpOptions:
         return self.warp
-
-
-def backend_owning(key: str) -> str | None:
-    """The backend whose schema has the dotted key `key` (backend.warp.overlap: mjwarp), else
-    None: what an unknown key's error names when it belongs to another backend."""
-    parts = key.split(".")
-    if len(parts) < 2 or parts[0] != "backend":
-        return None
-    for name in BACKENDS:
-        if parts[1] != "name" and parts[1] in {
-            f.name for f in fields(BackendConfig.schema_for(name))
-        }:
-            return name
-    return None

@@ -12,8 +12,13 @@ import difflib
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from flashsac_bench.config.backend import backend_owning
+from flashsac_bench.config.backend import BackendConfig
+from flashsac_bench.config.options import OptionGroup
 from flashsac_bench.config.stored import removed_key_hint
+from flashsac_bench.config.task import BaseTaskConfig
+
+# The groups whose options have schemas of their own (config.options).
+OPTION_GROUPS: tuple[type[OptionGroup], ...] = (BackendConfig, BaseTaskConfig)
 
 
 def _items(node: Any) -> list[tuple[str, Any]]:
@@ -61,13 +66,15 @@ def _chosen_schema(sub: Any, value: Any) -> Any:
         return sub
 
 
-def unknown_key_hint(key: str, close: str | None, backend: str | None = None) -> str:
+def unknown_key_hint(key: str, close: str | None, chosen: str | None = None) -> str:
     """What follows an unknown key in its error: whose option it is when it belongs to another
-    backend than `backend` (the chosen one), where it went or why it is gone (config.stored),
-    else its closest sibling `close` when there is one."""
-    owner = backend_owning(key)
-    if backend is not None and owner not in (None, backend):
-        return f" (an option of backend={owner}, not of backend={backend})"
+    option of its group (backend, task) than `chosen` (the one composed), where it went or why
+    it is gone (config.stored), else its closest sibling `close` when there is one."""
+    group = key.split(".")[0]
+    for base in OPTION_GROUPS:
+        owner = base.owning(key) if base.GROUP == group else None
+        if chosen is not None and owner not in (None, chosen):
+            return f" (an option of {group}={owner}, not of {group}={chosen})"
     if hint := removed_key_hint(key):
         return f" ({hint})"
     return f" (did you mean {close}?)" if close else ""

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from dataclasses import dataclass
 
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.options import installed
 
 LOGGERS = ("tensorboard", "wandb", "none")
 INSTALL_WANDB = 'pip install -e ".[wandb]"'
@@ -34,7 +33,7 @@ class LoggerConfig:
         the extra (tests, --cfg job)."""
         if self.name != "wandb":
             return
-        if not _installed("wandb"):
+        if not installed("wandb"):
             raise ConfigError(
                 f"logger=wandb needs the [wandb] extra (wandb not installed): {INSTALL_WANDB}"
             )
@@ -51,10 +50,3 @@ class LoggerConfig:
                 "logger=wandb: no W&B API key (wandb login, or WANDB_API_KEY); "
                 "WANDB_MODE=offline logs into the run dir without one"
             )
-
-
-def _installed(module: str) -> bool:
-    """Whether `module` can be imported (found on the path; not blocked in sys.modules)."""
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    return importlib.util.find_spec(module) is not None

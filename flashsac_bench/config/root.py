@@ -5,7 +5,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from flashsac_bench.config.backend import BackendConfig, MjwarpConfig, same_device
+from flashsac_bench.config.backend import BackendConfig, EnvPlan, MjwarpConfig, same_device
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.keys import suggest, unknown_key_hint, unknown_keys
@@ -13,7 +13,7 @@ from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.logger import LoggerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.run import ReplayConfig, RunConfig
-from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.config.task import BaseTaskConfig, GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.config.values import require_bounded, require_no_interpolation
 
@@ -24,15 +24,33 @@ class Config:
     path: PathConfig = field(default_factory=PathConfig)
     # The group's base: each backend's options are a schema of their own (backend.schema_for),
     # which the chosen option's YAML starts from; bare, it becomes its backend's defaults.
-    backend: BackendConfig = field(default_factory=BackendConfig)
+    # None: no backend, where the task steps its envs itself (task=gymnasium); a task that
+    # needs one gets backend=mujoco's defaults.
+    backend: BackendConfig | None = None
     hardware: HardwareConfig = field(default_factory=HardwareConfig)
-    task: TaskConfig = field(default_factory=TaskConfig)
+    # The group's base, as backend's: each task's options are a schema of their own.
+    task: BaseTaskConfig = field(default_factory=BaseTaskConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     run: RunConfig = field(default_factory=RunConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
     def __post_init__(self) -> None:
+        if type(self.task) is BaseTaskConfig:
+            self.task = BaseTaskConfig.schema_for(self.task.name)()
+        if not self.task.USES_BACKEND and self.backend is not None:
+            raise ConfigError(
+                f"backend={self.backend.name} with task={self.task.name}: the task steps its "
+                f"envs itself ({self.task.stepped_by}), no backend applies; drop "
+                f"backend={self.backend.name}"
+            )
+        if self.task.USES_BACKEND and self.backend is None:
+            self.backend = BackendConfig()
+        if self.run.stop_at_walk and not isinstance(self.task, TaskConfig):
+            raise ConfigError(
+                f"run.stop_at_walk judges the G1's walking thresholds: task={self.task.name} "
+                "has none (stop it with run.iterations or run.time_limit_s)"
+            )
         if type(self.backend) is BackendConfig:
             self.backend = BackendConfig.schema_for(self.backend.name)()
         require_bounded(self, "")  # every group's numbers, also of a group without own checks
@@ -51,7 +69,8 @@ class Config:
                 f"{capacity} (= replay.replay_buffer_n {self.replay.replay_buffer_n} x "
                 f"run.num_envs {self.run.num_envs})."
             )
-        self.backend.plan(self.run.num_envs)  # e.g. more worker processes than envs
+        if self.backend is not None:
+            self.backend.plan(self.run.num_envs)  # e.g. more worker processes than envs
         if isinstance(self.backend, MjwarpConfig):
             # The device env hands its transitions to the learner's ring without host staging:
             # its worlds run on the learner's device ("auto" resolves to it here).
@@ -71,6 +90,13 @@ class Config:
                 f"replay.replay_buffer_n={self.replay.replay_buffer_n}: learning would never start."
             )
 
+    def env_plan(self) -> EnvPlan:
+        """How the run's envs are stepped: by the backend, or by a task that steps its own."""
+        if self.backend is not None:
+            return self.backend.plan(self.run.num_envs)
+        assert isinstance(self.task, GymnasiumTaskConfig)  # the one task without a backend
+        return self.task.plan(self.run.num_envs)
+
     @property
     def replay_capacity(self) -> int:
         return self.replay.replay_buffer_n * self.run.num_envs
@@ -87,10 +113,18 @@ def to_config(cfg: DictConfig | dict[str, Any] | Config) -> Config:
     if isinstance(cfg, dict):
         require_no_interpolation(cfg)
         cfg = OmegaConf.create(cfg)
-    backend = BackendConfig.chosen(cfg.get("backend", {}))
-    _refuse_unknown_keys(cfg, Config(backend=backend()))
+    task = BaseTaskConfig.chosen(cfg.get("task", {}))
+    # A task that steps its envs itself composes no backend (None); a stored config of an
+    # older version may hold none for a task that needs one: its defaults.
+    stored = cfg.get("backend")
+    if stored is None and task.USES_BACKEND:
+        stored = {}
+    backend = None if stored is None else BackendConfig.chosen(stored)
+    _refuse_unknown_keys(cfg, Config(task=task(), backend=None if backend is None else backend()))
     schema = OmegaConf.structured(Config)
-    schema.backend = OmegaConf.structured(backend)
+    schema.task = OmegaConf.structured(task)
+    if backend is not None:
+        schema.backend = OmegaConf.structured(backend)
     obj = to_object(OmegaConf.merge(schema, cfg))
     assert isinstance(obj, Config)
     return obj
@@ -118,6 +152,7 @@ def _refuse_unknown_keys(cfg: DictConfig, schema: Config) -> None:
         return
     hints = []
     for key in unknown:
-        hints.append(key + unknown_key_hint(key, suggest(key, schema), schema.backend.name))
+        chosen = getattr(getattr(schema, key.split(".")[0], None), "name", None)
+        hints.append(key + unknown_key_hint(key, suggest(key, schema), chosen))
     noun = "key" if len(unknown) == 1 else "keys"
     raise ConfigError(f"unknown {noun} {', '.join(hints)}: not in the config schema")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flashsac_bench.config.backend import BACKENDS, backend_owning
+from flashsac_bench.config.backend import BACKENDS, BackendConfig
 from flashsac_bench.config.errors import ConfigError
 
 # Keys that became other options: a command that still names one is told where it went, and a
@@ -60,7 +60,7 @@ def upgrade_stored_config(composed: dict[str, Any]) -> dict[str, Any]:
     if isinstance(backend, dict) and backend.get("name", BACKENDS[0]) in BACKENDS:
         name = backend.get("name", BACKENDS[0])
         for key in list(backend):
-            if backend_owning(f"backend.{key}") not in (None, name):
+            if BackendConfig.owning(f"backend.{key}") not in (None, name):
                 del backend[key]
     return composed
 

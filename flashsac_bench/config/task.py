@@ -2,9 +2,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
+from flashsac_bench.config.backend import EnvPlan
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.options import OptionGroup, installed
 from flashsac_bench.config.values import FLOAT_BOUND, INT_MAX, ranged, require_bounded
+
+TASKS = ("g1_walk_flat", "gymnasium")
 
 # Canonical order of the 29 actuated G1 joints: left leg, right leg, waist, left arm, right arm.
 NUM_JOINTS = 29
@@ -157,8 +162,41 @@ def _default_pose_weights() -> list[float]:
 
 
 @dataclass
-class TaskConfig:
-    """The task the envs run (group `task`). Owned by flashsac_bench.envs."""
+class BaseTaskConfig(OptionGroup):
+    """The task the envs run (group `task`): what every task has. Each task has a schema of its
+    own (TaskConfig: the G1's; GymnasiumTaskConfig; its YAML in conf/task/ starts from it), so
+    that a composed config holds the keys its task reads and no others."""
+
+    GROUP: ClassVar[str] = "task"
+    OPTIONS: ClassVar[tuple[str, ...]] = TASKS
+    # Whether a backend (group `backend`) steps the task's envs; a task that steps them itself
+    # composes none (Config.backend None) and says what does (`stepped_by`).
+    USES_BACKEND: ClassVar[bool] = True
+
+    # "g1_walk_flat": the G1 walk this project is built around; "gymnasium": any Gymnasium env.
+    name: str = "g1_walk_flat"
+
+    def __post_init__(self) -> None:
+        require_bounded(self, "task.")
+        self.check_name(self.name)
+
+    @classmethod
+    def _schemas(cls) -> dict[str, type[Any]]:
+        return {"g1_walk_flat": TaskConfig, "gymnasium": GymnasiumTaskConfig}
+
+    @property
+    def stepped_by(self) -> str:
+        """What steps the envs of a task that uses no backend (for messages)."""
+        return "a backend"
+
+    def check_available(self) -> None:
+        """Refuse a task whose packages are not installed (one line naming the install
+        command); not part of __post_init__, as backends' (config.backend)."""
+
+
+@dataclass
+class TaskConfig(BaseTaskConfig):
+    """task=g1_walk_flat: the G1 walking on flat ground (owned by flashsac_bench.envs)."""
 
     name: str = "g1_walk_flat"
     # None: the built-in G1 model (flashsac_bench.envs.g1_model). A path: any external G1 MJCF
@@ -186,9 +224,8 @@ class TaskConfig:
     reset: ResetConfig = field(default_factory=ResetConfig)
 
     def __post_init__(self) -> None:
-        require_bounded(self, "task.")
-        if self.name != "g1_walk_flat":
-            raise ConfigError(f"task.name must be 'g1_walk_flat', got {self.name!r}")
+        super().__post_init__()
+        self._require_name("g1_walk_flat")
         if self.max_episode_steps < 1:
             raise ConfigError("task.episode_length_s must be at least one control step")
         if self.max_episode_steps > MAX_EPISODE_STEPS:
@@ -208,3 +245,58 @@ class TaskConfig:
     @property
     def sim_dt(self) -> float:
         return self.ctrl_dt / self.decimation
+
+
+VECTORIZATIONS = ("sync", "async")
+GYMNASIUM_MISSING = (
+    "task=gymnasium needs the [gymnasium] extra (gymnasium not installed): "
+    'pip install -e ".[gymnasium]"'
+)
+
+
+@dataclass
+class GymnasiumTaskConfig(BaseTaskConfig):
+    """task=gymnasium: any registered Gymnasium env with a flat Box observation, a bounded Box
+    action space and a time limit ([gymnasium] extra; flashsac_bench/envs/gymnasium_env.py).
+    Gymnasium's vector env steps the run.num_envs envs, so no backend applies.
+
+    What the learner needs beyond these keys is the env's or the learner's: the actor's
+    actions in [-1, 1] are always scaled to the env's action bounds; critic_obs is obs; the
+    observation needs no normalizer of its own (the networks' first layer is a BatchNorm, as
+    FlashSAC's embedder), and the rewards go through the learner's return-based normalizer
+    (learner.normalize_reward), which keeps the normalized returns inside the critic's
+    [v_min, v_max] support whatever the task's reward scale is."""
+
+    USES_BACKEND: ClassVar[bool] = False
+
+    name: str = "gymnasium"
+    # The registered env (gymnasium.make's id), e.g. HalfCheetah-v5, Humanoid-v5.
+    env_id: str = "HalfCheetah-v5"
+    # How the envs are stepped: "sync", one after another in this process (SyncVectorEnv);
+    # "async", each in a worker process of its own (AsyncVectorEnv, spawned): for envs whose
+    # step costs more than a pipe round trip (Humanoid at 16+ envs).
+    vectorization: str = "sync"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._require_name("gymnasium")
+        if not self.env_id.strip():
+            raise ConfigError("task.env_id must name a registered Gymnasium env, got ''")
+        if self.vectorization not in VECTORIZATIONS:
+            raise ConfigError(
+                f"task.vectorization must be one of {VECTORIZATIONS}, got {self.vectorization!r}"
+            )
+
+    @property
+    def stepped_by(self) -> str:
+        return f"Gymnasium's vector env, task.vectorization={self.vectorization}"
+
+    def plan(self, num_envs: int) -> EnvPlan:
+        """Sync: every env in this process; async: one worker process per env."""
+        if self.vectorization == "async":
+            return EnvPlan("async", num_envs, 1)
+        return EnvPlan("sync", 0, 1)
+
+    def check_available(self) -> None:
+        if not installed("gymnasium"):
+            raise ConfigError(GYMNASIUM_MISSING)

@@ -78,6 +78,9 @@ class EnvStep:
         )
 
 
+# The key of an env state (VecEnv.get_state) that cannot continue the envs; its value says why.
+NOT_RESUMABLE = "not_resumable"
+
 # Called by `step_end` with env rows [lo, hi) of the step once they are complete.
 RowsDone = Callable[[EnvStep, int, int], None]
 
@@ -87,7 +90,9 @@ class VecEnv(ABC):
 
     `step` takes float actions (N, action_dim) in [-1, 1] (values outside are clipped) and returns
     the EnvStep described above. `get_state` returns everything needed to continue
-    bit-identically (picklable: it goes into checkpoints); `set_state` restores it. `metrics`
+    bit-identically (picklable: it goes into checkpoints); `set_state` restores it. An env that
+    cannot hold its state in plain values says why under the key NOT_RESUMABLE: its checkpoints
+    serve evaluate and export, and a resume from one is refused with that reason. `metrics`
     returns scalar means since its previous call. `close` frees what the env started (threads,
     worker processes, shared memory) and may be called more than once.
 

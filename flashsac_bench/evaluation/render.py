@@ -20,6 +20,17 @@ class RenderUnavailableError(RuntimeError):
     """No usable offscreen GL context (the message says what to set)."""
 
 
+def unavailable(err: BaseException) -> RenderUnavailableError:
+    """The error of a renderer that could not be made (`err`: why), saying what to set."""
+    gl = os.environ.get("MUJOCO_GL")
+    return RenderUnavailableError(
+        f"offscreen rendering unavailable with MUJOCO_GL={gl!r} "
+        f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); set "
+        "MUJOCO_GL=egl (GPU, or Mesa's EGL) or MUJOCO_GL=osmesa (CPU, needs libosmesa6), "
+        "or pass render=false"
+    )
+
+
 def render_model(task_cfg: Any) -> Any:
     """The task's model with a lit checker floor, a sky and coloured robot geoms (visual only:
     qpos is laid out exactly as in the env's model)."""
@@ -82,13 +93,7 @@ def render_frames(task_cfg: Any, states: list[np.ndarray], ec: EvalConfig) -> li
             warnings.simplefilter("ignore")
             renderer = mujoco.Renderer(model, ec.height, ec.width)
     except Exception as err:  # any GL failure means: no usable backend (ImportError, FatalError)
-        gl = os.environ.get("MUJOCO_GL")
-        raise RenderUnavailableError(
-            f"offscreen rendering unavailable with MUJOCO_GL={gl!r} "
-            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); set "
-            "MUJOCO_GL=egl (GPU, or Mesa's EGL) or MUJOCO_GL=osmesa (CPU, needs libosmesa6), "
-            "or pass render=false"
-        ) from err
+        raise unavailable(err) from err
     data = mujoco.MjData(model)
     option = mujoco.MjvOption()
     # The built-in G1's geoms are collision geoms (group 3, hidden by default).
@@ -120,7 +125,7 @@ def frame_stride(ctrl_dt: float, fps: int) -> int:
     return int(round(stride))
 
 
-def write_gif(frames: list[np.ndarray], path: Path, fps: int) -> Path:
+def write_gif(frames: list[np.ndarray], path: Path, fps: float) -> Path:
     from PIL import Image
 
     images = [Image.fromarray(f) for f in frames]
@@ -157,9 +162,22 @@ def render_episode(
     try:
         frames = render_frames(task_cfg, states, ec)
     except RenderUnavailableError as err:
-        print(f"flashsac_bench.evaluate: rendering skipped: {err}", file=sys.stderr)
-        return {"ok": False, "reason": str(err), "mujoco_gl": os.environ.get("MUJOCO_GL")}
-    gif = write_gif(frames, out_dir / GIF_NAME, ec.render_fps)
+        return render_skipped(err)
+    return write_episode(frames, ec.render_fps, ec, out_dir, t)
+
+
+def render_skipped(err: BaseException) -> dict[str, Any]:
+    """The record of a rendering that found no usable GL backend (one message says so)."""
+    print(f"flashsac_bench.evaluate: rendering skipped: {err}", file=sys.stderr)
+    return {"ok": False, "reason": str(err), "mujoco_gl": os.environ.get("MUJOCO_GL")}
+
+
+def write_episode(
+    frames: list[np.ndarray], fps: float, ec: EvalConfig, out_dir: Path, t0: float
+) -> dict[str, Any]:
+    """eval.gif (`fps` frames per second) and eval_strip.png of rendered frames, and their
+    record; t0: when the rendering began."""
+    gif = write_gif(frames, out_dir / GIF_NAME, fps)
     strip = write_strip(frames, out_dir / STRIP_NAME, ec.strip_frames)
     return {
         "ok": True,
@@ -167,7 +185,28 @@ def render_episode(
         "gif": str(gif),
         "strip": str(strip),
         "frames": len(frames),
-        "fps": ec.render_fps,
-        "seconds": len(frames) / ec.render_fps,
-        "render_s": time.perf_counter() - t,
+        "fps": fps,
+        "seconds": len(frames) / fps,
+        "render_s": time.perf_counter() - t0,
     }
+
+
+def render_gymnasium_episode(
+    task_cfg: Any, policy: Any, ec: EvalConfig, out_dir: Path
+) -> dict[str, Any]:
+    """task=gymnasium: eval.gif and eval_strip.png of one episode of a fresh env (seeded
+    ec.seed, the policy acting), rendered by the env itself (rgb_array) at ec.width x
+    ec.height, every k-th step for about ec.render_fps frames per second of the env's time."""
+    from flashsac_bench.envs.gymnasium_env import check_task, record_episode
+
+    t = time.perf_counter()
+    dt = check_task(task_cfg).dt or 1.0 / ec.render_fps
+    stride = max(1, round(1.0 / (dt * ec.render_fps)))
+    steps = max(1, int(round(ec.render_seconds / dt)))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # windowing backends warn on their way to failing
+            frames, _ = record_episode(task_cfg, policy, ec.seed, steps, ec.width, ec.height)
+    except Exception as err:  # noqa: BLE001 - any GL failure means: no usable backend
+        return render_skipped(unavailable(err))
+    return write_episode(frames[::stride], 1.0 / (dt * stride), ec, out_dir, t)

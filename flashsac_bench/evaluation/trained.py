@@ -26,7 +26,7 @@ import torch
 from flashsac_bench.config import Config, ConfigError, to_config
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.stored import upgrade_stored_config
-from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.config.task import BaseTaskConfig, TaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.checkpoint_probe import probe_learner
@@ -124,13 +124,17 @@ def load_trained_learner(
 
 
 @contextlib.contextmanager
-def trained_task(trained: TrainedLearner) -> Iterator[TaskConfig]:
+def trained_task(trained: TrainedLearner) -> Iterator[BaseTaskConfig]:
     """The task config to build envs with: the checkpoint's, its `task.model_file` pointing at
     the model the checkpoint carries (its files written into a temporary folder that lives
     until the block ends), so that an edited or deleted MJCF does not change what is
     evaluated or exported. The built-in model comes from this version's code: a warning says
-    when it differs from the checkpoint's."""
+    when it differs from the checkpoint's. A task without a model file (task=gymnasium: the
+    env is Gymnasium's, by its id) as it is."""
     task = trained.config.task
+    if not isinstance(task, TaskConfig):
+        yield task
+        return
     record = trained.payload.get("model")
     if not isinstance(record, dict) or not record.get("files"):
         if isinstance(record, dict) and record.get("model_file") is None:

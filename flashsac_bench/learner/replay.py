@@ -15,6 +15,9 @@ from typing import Any
 
 import torch
 
+# The one-number columns of a row (the others are vectors of the env's sizes).
+SCALAR_COLUMNS = ("rewards", "terminated", "truncated")
+
 
 @dataclass(frozen=True)
 class RowLayout:
@@ -49,11 +52,12 @@ class RowLayout:
         return self.spans[name]
 
     def split(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Column views of rows [..., width]; scalar columns come back as [...]."""
+        """Column views of rows [..., width]; the scalar columns (SCALAR_COLUMNS) come back as
+        [...], the vector ones as [..., dim] whatever their dim (a 1-d action too)."""
         out = {}
         for name, (a, b) in self.spans.items():
             col = rows[..., a:b]
-            out[name] = col.squeeze(-1) if b - a == 1 else col
+            out[name] = col.squeeze(-1) if name in SCALAR_COLUMNS else col
         return out
 
 

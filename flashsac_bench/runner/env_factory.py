@@ -21,15 +21,16 @@ from flashsac_bench.envs.api import DeviceVecEnv, VecEnv, check_env
 
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig
-    from flashsac_bench.config.task import TaskConfig
+    from flashsac_bench.config.task import BaseTaskConfig
 
 log = logging.getLogger("flashsac_bench.runner")
 
 ENV_FACTORY_VAR = "FLASHSAC_BENCH_ENV_FACTORY"
 
 # (task config, backend config, num_envs, seed) -> the envs (on the host or on the learner's
-# device: the runner picks the collection by the contract the env implements).
-EnvFactory = Callable[["TaskConfig", "BackendConfig", int, int], VecEnv | DeviceVecEnv]
+# device: the runner picks the collection by the contract the env implements). The backend is
+# None for a task that steps its envs itself (task=gymnasium).
+EnvFactory = Callable[["BaseTaskConfig", "BackendConfig | None", int, int], VecEnv | DeviceVecEnv]
 
 
 class EnvFactoryError(ConfigError):
@@ -48,7 +49,11 @@ def resolve_env_factory(override: EnvFactory | None = None) -> EnvFactory:
 
 
 def build_env(
-    override: EnvFactory | None, task: TaskConfig, backend: BackendConfig, num_envs: int, seed: int
+    override: EnvFactory | None,
+    task: BaseTaskConfig,
+    backend: BackendConfig | None,
+    num_envs: int,
+    seed: int,
 ) -> VecEnv | DeviceVecEnv:
     env = resolve_env_factory(override)(task, backend, num_envs, seed)
     try:
@@ -71,7 +76,8 @@ def warn_oversubscription(env_threads: int) -> None:
         log.warning(
             "learner threads (%d) + env threads (%d) exceed the %d cores this process may "
             "use; OpenMP spin-waits then slow update cycles many-fold while the collector "
-            "runs. Set hardware.torch_threads and backend.num_threads to split the cores.",
+            "runs. Set hardware.torch_threads and backend.num_threads (task=gymnasium: "
+            "task.vectorization=sync) to split the cores.",
             learner,
             env_threads,
             cores,

@@ -24,6 +24,7 @@ from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.keys import flatten
 from flashsac_bench.config.root import Config
 from flashsac_bench.config.stored import upgrade_stored_config
+from flashsac_bench.envs.api import NOT_RESUMABLE
 from flashsac_bench.runner.checkpoint import (
     CHECKPOINT_DIR,
     LATEST_NAME,
@@ -58,6 +59,8 @@ RESUME_MAY_CHANGE: dict[str, str] = {
     # tests/envs/test_g1_sharded.py), and its checkpointed state is per env in env order.
     "backend.mode": "where the envs run: worker processes or the in-process thread pool",
     "backend.workers": "how many worker processes",
+    # Gymnasium's envs step one by one either way, each from its own seed.
+    "task.vectorization": "where the Gymnasium envs run: this process or worker processes",
     "backend.num_threads": "threads of the in-process pool",
     "backend.worker_timeout_s": "when a silent worker counts as hung",
 }
@@ -173,10 +176,16 @@ def _resolved_differences(saved_tc: dict[str, Any], training_config: dict[str, A
 
 def model_difference(saved: Any, model: dict[str, Any] | None) -> str | None:
     """What differs between the model a checkpoint's envs ran (its `model` record) and the one
-    this run would build (envs.g1_model.model_record; None: a custom env, not compared)."""
+    this run would build (envs.task_record; None: a custom env, not compared)."""
     if model is None or not isinstance(saved, dict) or saved.get("sha256") == model["sha256"]:
         return None
     short = f"sha256 {str(saved.get('sha256'))[:12]}..., now {model['sha256'][:12]}..."
+    if "env_id" in model:  # a Gymnasium env (envs.gymnasium_env.EnvFacts.record)
+        return (
+            f"the Gymnasium env {model['env_id']} (gymnasium {model.get('gymnasium')}) differs "
+            f"from the checkpoint's {saved.get('env_id')} (gymnasium {saved.get('gymnasium')}; "
+            f"{short})"
+        )
     if model["model_file"] is None:
         return (
             f"the built-in G1 model differs from the one the checkpoint was trained with ({short}:"
@@ -197,6 +206,12 @@ def check_compatible(
     """Refuse (ResumeError, one message naming every key) what the checkpoint cannot continue.
     `model`: the model this run's envs will step (its record), compared with the checkpoint's."""
     payload = plan.payload or {}
+    env_state = payload.get("env")
+    if isinstance(env_state, dict) and NOT_RESUMABLE in env_state:
+        raise ResumeError(
+            f"{plan.path} cannot be continued: {env_state[NOT_RESUMABLE]}; evaluate or export it, "
+            "or start a new run"
+        )
     changed = model_difference(payload.get("model"), model)
     if changed:
         raise ResumeError(

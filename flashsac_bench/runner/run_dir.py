@@ -97,9 +97,9 @@ class RunDir:
         records = self.records
         t = time.perf_counter()
         if env_factory_is_default(env_factory):
-            from flashsac_bench.envs.g1_model import model_record  # MuJoCo: the built-in env's
+            from flashsac_bench.envs import task_record  # the built-in env's task
 
-            records.info.model = model_record(records.cfg.task.model_file)
+            records.info.model = task_record(records.cfg.task)
         plan = plan_resume(
             records.cfg, self.path, records.info.training_config, model=records.info.model
         )

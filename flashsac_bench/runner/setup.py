@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from flashsac_bench.config.backend import MujocoConfig
+from flashsac_bench.config.backend import MujocoConfig, WarpOptions
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
@@ -261,7 +261,8 @@ def start_collector(
     if isinstance(env, DeviceVecEnv):
         assert isinstance(staging, DeviceStaging)
         t = time.perf_counter()
-        opts = c.backend.warp_options()
+        # backend.warp's stream options; a device env of a task without a backend: the defaults.
+        opts = c.backend.warp_options() if c.backend is not None else WarpOptions()
         lane = make_lane(staging.device, opts.overlap)
         device = DeviceCollector(env, staging, lane)
         closing.callback(release_quietly, device.release, "the device env's CUDA graphs")

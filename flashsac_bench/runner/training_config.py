@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from flashsac_bench.config.root import Config
+from flashsac_bench.config.task import GymnasiumTaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 
@@ -26,7 +27,7 @@ def static(c: Config) -> dict[str, Any]:
         "dtype": c.hardware.resolved_dtype(),
         "gemm_align": c.hardware.resolved_gemm_align(),
     }
-    plan = asdict(c.backend.plan(c.run.num_envs))
+    plan = asdict(c.env_plan())
     return {
         **_pick(run, "iterations", "summary_last", "num_envs"),
         **_pick(replay, "batch_size", "replay_buffer_n"),
@@ -49,9 +50,10 @@ def static(c: Config) -> dict[str, Any]:
                 "torch_threads",
             ),
         ),
-        "backend": c.backend.name,
+        "backend": None if c.backend is None else c.backend.name,
         **{f"env_{key}": value for key, value in plan.items()},
         "task": c.task.name,
+        **({"env_id": c.task.env_id} if isinstance(c.task, GymnasiumTaskConfig) else {}),
         **_pick(run, "seed", "time_limit_s"),
     }
 

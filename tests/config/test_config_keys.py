@@ -16,18 +16,31 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 from flashsac_bench.config import register_configs, stored
-from flashsac_bench.config.backend import BACKENDS, BackendConfig
+from flashsac_bench.config.backend import BACKENDS
 from flashsac_bench.config.keys import flatten
+from tests.config.test_config import composed
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "tests" / "data" / "config_keys.txt"
 PRESETS = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
-# Every composition a user can ask for: the default and each preset, on each backend.
-COMPOSITIONS = [
-    [*([f"+experiment={preset}"] if preset else []), f"backend={backend}"]
-    for preset in [None, *PRESETS]
-    for backend in BACKENDS
+# Presets whose task is task=gymnasium (no backend: conf/task/gymnasium.yaml drops the group).
+GYM_PRESETS = [
+    p
+    for p in PRESETS
+    if "task: gymnasium" in (ROOT / "conf" / "experiment" / f"{p}.yaml").read_text()
 ]
+# Every composition a user can ask for: the default and each G1 preset on each backend; the
+# Gymnasium task alone, on the smoke preset, and its presets.
+COMPOSITIONS = (
+    [
+        [*([f"+experiment={preset}"] if preset else []), f"backend={backend}"]
+        for preset in [None, *PRESETS]
+        if preset not in GYM_PRESETS
+        for backend in BACKENDS
+    ]
+    + [["task=gymnasium"], ["+experiment=smoke", "task=gymnasium"]]
+    + [[f"+experiment={preset}"] for preset in GYM_PRESETS]
+)
 MAX_LEAVES = 110
 # Levers that lost their measurements (docs/paths.md, "Levers that lost"), and the keys that
 # were derived, merged, made fixed or moved (config.stored): none may come back.
@@ -103,11 +116,26 @@ def test_every_composition_stays_small(overrides):
 
 
 @pytest.mark.parametrize("overrides", COMPOSITIONS, ids=" ".join)
-def test_a_composition_holds_the_options_of_its_backend_and_no_others(overrides):
-    backend = overrides[-1].split("=")[1]
-    own = {f"backend.{k}" for k in flatten(asdict(BackendConfig.schema_for(backend)()))}
-    got = {k for k in leaf_keys(tuple(overrides)) if k.startswith("backend.")}
-    assert got == own
+def test_a_composition_holds_the_options_of_its_backend_and_task_and_no_others(overrides):
+    cfg = composed(list(overrides))
+    keys = leaf_keys(tuple(overrides))
+    for group in ("backend", "task"):
+        node = cfg[group]
+        schema = None if node is None else OmegaConf.get_type(node)  # the option's own schema
+        own = set() if schema is None else {f"{group}.{k}" for k in flatten(asdict(schema()))}
+        assert {k for k in keys if k.startswith(f"{group}.")} == own
+    if cfg.backend is None:
+        assert "backend" in keys  # a task that steps its envs itself composes backend: null
+
+
+def test_the_gymnasium_task_has_exactly_its_recorded_keys():
+    """The default config's keys, its task.* ones replaced by the Gymnasium task's, with no
+    backend."""
+    keys = leaf_keys(("task=gymnasium",))
+    want = [k for k in recorded()["default"] if not k.startswith(("backend.", "task."))]
+    want += ["backend", *recorded()["task=gymnasium"]]
+    added, gone = sorted(set(keys) - set(want)), sorted(set(want) - set(keys))
+    assert not added and not gone, f"new keys {added}, missing keys {gone}: update {RECORD.name}"
 
 
 # Keys that code outside config/ reads without naming them: every reward weight by its field

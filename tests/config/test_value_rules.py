@@ -17,7 +17,6 @@ from flashsac_bench.cli import preflight
 from flashsac_bench.cli.errors import UsageError
 from flashsac_bench.cli.runtime_checks import NotEnoughMemoryError, check_memory, memory_needs
 from flashsac_bench.config import Config, ConfigError, register_configs, to_config
-from flashsac_bench.config.backend import BACKENDS
 from flashsac_bench.evaluation.config import EvalConfig
 from tests.fakes.runs import cli_overrides, fake_env_environ, run_cli
 
@@ -91,7 +90,7 @@ def _number_keys(schema: type, prefix: str = "") -> list[tuple[str, str, bool]]:
         hint = typing.get_type_hints(schema)[f.name]
         nested = [a for a in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(a)]
         if nested and hasattr(nested[0], "schema_for"):
-            options = [nested[0].schema_for(name) for name in BACKENDS]
+            options = [nested[0].schema_for(name) for name in nested[0].OPTIONS]
             walked = [k for option in options for k in _number_keys(option, f"{prefix}{f.name}.")]
             found += list(dict.fromkeys(walked))
             continue

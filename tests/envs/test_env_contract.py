@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from flashsac_bench.config.backend import MjwarpConfig, MujocoConfig, WarpOptions
-from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.envs import TaskEnv, VecEnv, make_env
 from flashsac_bench.envs.api import DeviceVecEnv, EnvStep, check_device_step, check_env, check_step
 from tests.fakes.fake_device_env import FakeDeviceEnv
@@ -26,7 +26,20 @@ ENVS: dict[str, Callable[[], VecEnv]] = {
     "FakeShardedEnv": lambda: FakeShardedEnv(N, seed=1, workers=2),
     "G1WalkFlat threads": lambda: make_env(TaskConfig(), MujocoConfig(mode="threads"), N, 1),
     "G1WalkFlat 2 workers": lambda: make_env(TaskConfig(), MujocoConfig(workers=2), N, 1),
+    "Gymnasium sync": lambda: _gymnasium("sync"),
+    "Gymnasium async": lambda: _gymnasium("async"),
 }
+
+
+def _gymnasium(vectorization: str) -> VecEnv:
+    """task=gymnasium's adapter over a MuJoCo env with contacts and terminations."""
+    from flashsac_bench.config.options import installed
+    from tests.conftest import GYMNASIUM_MISSING
+
+    if not installed("gymnasium"):
+        pytest.skip(GYMNASIUM_MISSING)
+    task = GymnasiumTaskConfig(env_id="Hopper-v5", vectorization=vectorization)
+    return make_env(task, None, N, 1)
 
 
 def _copy(step: EnvStep) -> dict[str, Any]:

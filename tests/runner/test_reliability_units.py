@@ -48,7 +48,14 @@ def _factory(task, backend, num_envs, seed, array_factory=None):
 
 # ---------------------------------------------------------------------------- what may change
 def test_the_allowed_keys_are_real_config_keys():
+    """Keys of the default config or of another option's own schema (backend=mjwarp's,
+    task=gymnasium's)."""
+    from flashsac_bench.config.keys import OPTION_GROUPS
+
     keys = set(flatten(asdict(Config())))
+    for base in OPTION_GROUPS:
+        for option in base.OPTIONS:
+            keys |= {f"{base.GROUP}.{k}" for k in flatten(asdict(base.schema_for(option)()))}
     assert set(RESUME_MAY_CHANGE) <= keys
 
 
