@@ -54,7 +54,7 @@ def test_capture_failure_warns_once_and_runs_the_compile_path(monkeypatch):
 
     learner = build_learner(SETUP, "cudagraph")
     monkeypatch.setattr(torch.cuda, "graph", broken_graph)
-    with pytest.warns(RuntimeWarning, match="running the compiled steps without it"):
+    with pytest.warns(RuntimeWarning, match="running the compiled updates without it"):
         learner.update()
     assert learner.path.graph is None and learner.path.fallback
     # The reference's Inductor graph trees (the compile path's default on CUDA) capture too.
