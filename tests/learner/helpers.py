@@ -71,3 +71,14 @@ def fill_ring(learner: FlashSACLearner, steps: int, seed: int = 123) -> None:
 def state_diff(a: FlashSACLearner, b: FlashSACLearner) -> dict[str, float]:
     ta, tb = a.state.tensors(), b.state.tensors()
     return {k: (ta[k].double() - tb[k].double()).abs().max().item() for k in ta}
+
+
+def fused_learner(path: str, monkeypatch) -> FlashSACLearner:
+    """A tiny learner whose updates call the fused ops (their CPU implementations: the kernels'
+    gate is opened for the test)."""
+    from flashsac_bench.learner import kernels
+
+    monkeypatch.setattr(kernels, "enabled", lambda device: True)
+    learner = tiny_learner(path, fused_kernels=True)
+    assert learner.statics.kernels
+    return learner

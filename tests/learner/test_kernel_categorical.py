@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from flashsac_bench.learner import kernels
 from flashsac_bench.learner.kernels import categorical as K
-from tests.learner.helpers import state_diff, tiny_learner
+from tests.learner.helpers import fused_learner, state_diff, tiny_learner
 
 triton = pytest.importorskip("triton", reason="the kernel tests need Triton (pip install triton)")
 CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU run of the interpreter")
@@ -96,16 +95,9 @@ def test_the_ops_differentiate_like_the_reference_under_torch_func():
     torch.testing.assert_close((got, loss, q), (want, want_loss, want_q), rtol=1e-5, atol=1e-7)
 
 
-def _learner(path, monkeypatch):
-    monkeypatch.setattr(kernels, "enabled", lambda device: True)
-    learner = tiny_learner(path, fused_kernels=True)
-    assert learner.statics.kernels
-    return learner
-
-
 def test_eager_with_the_ops_matches_the_reference(monkeypatch):
     plain = tiny_learner("eager")
-    fused = _learner("eager", monkeypatch)
+    fused = fused_learner("eager", monkeypatch)
     for _ in range(2):
         fused.update()
         plain.update()

@@ -9,12 +9,11 @@ import os
 import pytest
 import torch
 
-from flashsac_bench.learner import kernels
 from flashsac_bench.learner.adam import AdamConfig, adam_hyper
 from flashsac_bench.learner.kernels import optimizer as K
 from flashsac_bench.learner.networks import actor_layouts, critic_layouts
 from flashsac_bench.learner.projection import Projector
-from tests.learner.helpers import state_diff, tiny_learner
+from tests.learner.helpers import fused_learner, state_diff, tiny_learner
 
 triton = pytest.importorskip("triton", reason="the kernel tests need Triton (pip install triton)")
 CFG = AdamConfig()
@@ -105,17 +104,9 @@ def test_the_ops_cpu_implementation_equals_the_reference():
     _close(got, (*want[:3], None))
 
 
-def _learner(path: str, monkeypatch):
-    """A tiny learner whose updates call the fused ops (their CPU implementations)."""
-    monkeypatch.setattr(kernels, "enabled", lambda device: True)
-    learner = tiny_learner(path, fused_kernels=True)
-    assert learner.statics.kernels
-    return learner
-
-
 def test_eager_with_the_op_writes_in_place_and_matches_the_reference(monkeypatch):
     plain = tiny_learner("eager")
-    fused = _learner("eager", monkeypatch)
+    fused = fused_learner("eager", monkeypatch)
     assert not plain.statics.kernels
     params = fused.state.critic_params
     for _ in range(2):
@@ -133,8 +124,8 @@ def test_compiled_paths_with_the_op_agree_bit_for_bit(monkeypatch):
     from flashsac_bench.learner import paths
 
     plain = tiny_learner("eager")
-    pure = _learner("compile", monkeypatch)
-    writing = _learner("compile", monkeypatch)
+    pure = fused_learner("compile", monkeypatch)
+    writing = fused_learner("compile", monkeypatch)
     writing.path = paths.CapturedPath(writing.path.cycle, "cpu", {})
     writing.path.fallback = True
     for _ in range(2):
