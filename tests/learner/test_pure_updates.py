@@ -139,9 +139,7 @@ def test_writing_inside_the_step_equals_writing_after_it_bit_for_bit(compiled):
     s = inside.state
     if compiled:
         # The cudagraph path's compiled updates, uncaptured (as its fallback runs them).
-        inside.path = paths.CapturedPath(
-            inside.path.cycle, "cpu", {"combo_kernels": False}, fallback=True
-        )
+        inside.path = paths.CapturedPath(inside.path.cycle, "cpu", {"combo_kernels": False})
         inside.path.fallback = True
     else:
         write_critic, write_actor = _writing(inside)
