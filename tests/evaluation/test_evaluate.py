@@ -314,6 +314,7 @@ def test_evaluate_cli_help_and_cfg_job_touch_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []  # no Hydra dirs or logs, and x.pt not created
 
 
+@pytest.mark.slow  # over ~10 s on 2 cores
 def test_evaluate_cli_errors_are_one_line_and_write_nothing(trained_run, tmp_path):
     out = tmp_path / "out"
     (tmp_path / "empty").mkdir()

@@ -117,6 +117,7 @@ def _mutated_graph_inputs(fn, *args) -> list[list[int]]:
     return found
 
 
+@pytest.mark.slow  # over ~10 s on 2 cores
 def test_pure_step_graphs_mutate_none_of_their_inputs():
     learner = tiny_learner()
     rows, eps, divisor = _inputs(learner)

@@ -115,6 +115,7 @@ def test_multirun_writes_comparison_at_sweep_root(tmp_path):
     assert (out / "comparison.png").is_file() and (out / "comparison.md").is_file()
 
 
+@pytest.mark.slow  # over ~10 s on 2 cores
 def test_submitit_local_sweep(tmp_path):
     sweep = tmp_path / "sweep"
     args = [
