@@ -72,6 +72,7 @@ def _wait_for(predicate, what: str, timeout: float = 120.0) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # CLI runs that take 6-10 s on 2 cores
 def test_a_sigkilled_run_is_stale_for_every_reader(tmp_path):
     run = tmp_path / "run"
     args = [*cli_overrides(8, 100_000), "run.checkpoint_every=5", f"hydra.run.dir={run}"]

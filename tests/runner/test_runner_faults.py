@@ -134,6 +134,7 @@ def test_bad_config_fails_before_any_env_is_built(tmp_path, bad):
     assert not (run_dir / "summary.json").exists()
 
 
+@pytest.mark.slow  # CLI runs that take 6-10 s on 2 cores
 def test_time_limit_ends_the_run_as_complete_with_the_reason(tmp_path):
     # The limit counts from the start of the run, setup (~2 s of first-call costs here) included.
     cfg = tiny_config(iterations=1_000_000, time_limit_s=6.0)

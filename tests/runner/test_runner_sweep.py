@@ -88,6 +88,7 @@ def _check_sweep(sweep: object, expect_runs: set[str]) -> pd.DataFrame:
     return df
 
 
+@pytest.mark.slow  # CLI runs that take 6-10 s on 2 cores
 def test_multirun_writes_comparison_at_sweep_root(tmp_path):
     sweep = tmp_path / "sweep"
     args = ["-m", *cli_overrides(8, 10), "update=u2,u8", f"hydra.sweep.dir={sweep}"]
