@@ -17,7 +17,7 @@ from pathlib import Path
 import _repo  # noqa: F401  (the repository root on sys.path: lab/ is not installed)
 
 from lab.bench.kernel_profile import count_eager_ops, profile_cycle
-from lab.bench.synthetic import Setup, parse_options
+from lab.bench.synthetic import Setup, add_path_arguments, parse_options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,14 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inductor-option", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--output", type=Path, default=None)
     ap.add_argument("--host-top", type=int, default=0, help="also cProfile the host: top N")
-    ap.add_argument(
-        "--path-options",
-        default="",
-        help="PathConfig fields for every path, e.g. inductor_options.max_autotune=true",
-    )
-    ap.add_argument(
-        "--gemm-align", type=int, default=0, help="matmul dim padding (0: 8 on CUDA, 1 on CPU)"
-    )
+    add_path_arguments(ap)
     ap.add_argument(
         "--kernels", default="off", choices=["on", "off"], help="the fused kernels (opt-in)"
     )

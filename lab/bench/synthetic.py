@@ -87,6 +87,11 @@ def add_setup_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--num-envs", type=int, default=256)
     ap.add_argument("--tiny", action="store_true", help="small networks (fast CPU compile)")
+    add_path_arguments(ap)
+
+
+def add_path_arguments(ap: argparse.ArgumentParser) -> None:
+    """--path-options and --gemm-align, as Setup's path_options and gemm_align take them."""
     ap.add_argument(
         "--path-options",
         default="",
