@@ -44,6 +44,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_gpu)
 
 
+# unilab-rl (the interop cross-check's and the benchmarks' reference) is installed apart from
+# every extra (`pip install --no-deps`), so its tests ask for it here, not through a fixture.
+try:
+    import uni_rl  # noqa: F401
+
+    HAS_UNILAB = True
+except ImportError:
+    HAS_UNILAB = False
+needs_unilab = pytest.mark.skipif(
+    not HAS_UNILAB,
+    reason="unilab-rl is not importable; `pip install --no-deps unilab-rl==1.4.15` (CI does)",
+)
+
 GYMNASIUM_MISSING = 'needs the [gymnasium] extra (gymnasium): pip install -e ".[gymnasium]"'
 
 

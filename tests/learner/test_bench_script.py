@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,12 +10,9 @@ from pathlib import Path
 import pytest
 
 from lab.bench.learner_bench import scaling_series
+from tests.conftest import HAS_UNILAB, needs_unilab
 
 ROOT = Path(__file__).resolve().parents[2]
-HAS_UNILAB = importlib.util.find_spec("uni_rl") is not None
-needs_unilab = pytest.mark.skipif(
-    not HAS_UNILAB, reason="needs unilab-rl: pip install --no-deps unilab-rl==1.4.15 (CI does)"
-)
 
 
 def _bench(argv: list[str]) -> subprocess.CompletedProcess:
