@@ -60,12 +60,6 @@ class ConvertConfig(Config):
     overwrite: bool = False  # replace an existing `out`
 
 
-def register_configs() -> None:
-    from hydra.core.config_store import ConfigStore
-
-    ConfigStore.instance().store(name=SCHEMA_NAME, node=ConvertConfig)
-
-
 # ---------------------------------------------------------------------------- reading
 def read_source(source: str) -> tuple[Path, str, dict[str, Any]]:
     """(resolved path, kind, payload) of a checkpoint of either kind."""

@@ -16,17 +16,7 @@ import torch
 from flashsac_bench.cli import convert
 from flashsac_bench.interop import unilab as ui
 from flashsac_bench.runner.checkpoint import LEARNER_ONLY, load_checkpoint
-
-try:
-    import uni_rl  # noqa: F401
-
-    HAVE_UNILAB = True
-except ImportError:
-    HAVE_UNILAB = False
-needs_unilab = pytest.mark.skipif(
-    not HAVE_UNILAB,
-    reason="unilab-rl is not importable; `pip install --no-deps unilab-rl==1.4.15` (CI does)",
-)
+from tests.conftest import needs_unilab
 
 # The fake env's sizes (tests/fakes/fake_env.py) and the runner tests' tiny learner.
 FAKE_DIMS = (6, 7, 3)
@@ -48,7 +38,9 @@ def compose(overrides: list[str]):
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    convert.register_configs()
+    from flashsac_bench.cli.tool import register
+
+    register(convert.TOOL)  # the tool's schema and the groups' own, as the command line does
     GlobalHydra.instance().clear()
     with initialize_config_module("flashsac_bench.conf", version_base="1.3"):
         return hydra_compose("convert", overrides=overrides)
