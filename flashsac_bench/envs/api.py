@@ -17,12 +17,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 if TYPE_CHECKING:
     import torch
+    from typing_extensions import Self  # typing.Self is 3.11+; pyproject allows 3.10
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_module
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
 from omegaconf.errors import ValidationError
 
 from flashsac_bench.config import ConfigError, register_configs, to_config
@@ -37,6 +38,18 @@ def test_every_preset_composes(preset):
 def test_every_update_and_path_choose_by_group(update, path):
     config = to_config(composed([f"update={update}", f"path={path}", "hardware=h200"]))
     assert (config.update.name, config.path.name) == (update, path)
+
+
+@pytest.mark.parametrize("update", ["u2", "u8"])
+@pytest.mark.parametrize("path", ["eager", "compile", "cudagraph"])
+def test_the_design_cards_presets_compose_what_their_groups_compose(update, path):
+    """`+experiment=u8_compile` (the design card's front door) and its five siblings are the
+    job `update=u8 path=compile` composes, key for key, on any other override too."""
+    for extra in ([], ["hardware=h200", "run.iterations=7"]):
+        preset = composed([f"+experiment={update}_{path}", *extra])
+        groups = composed([f"update={update}", f"path={path}", *extra])
+        assert OmegaConf.to_container(preset) == OmegaConf.to_container(groups)
+        assert (preset["update"]["updates_per_step"], preset["path"]["name"]) == (int(update[1:]), path)
 
 
 def test_update_presets_set_the_ratios():
