@@ -49,7 +49,10 @@ def test_the_design_cards_presets_compose_what_their_groups_compose(update, path
         preset = composed([f"+experiment={update}_{path}", *extra])
         groups = composed([f"update={update}", f"path={path}", *extra])
         assert OmegaConf.to_container(preset) == OmegaConf.to_container(groups)
-        assert (preset["update"]["updates_per_step"], preset["path"]["name"]) == (int(update[1:]), path)
+        assert (preset["update"]["updates_per_step"], preset["path"]["name"]) == (
+            int(update[1:]),
+            path,
+        )
 
 
 def test_update_presets_set_the_ratios():
