@@ -1,36 +1,57 @@
 #!/usr/bin/env bash
-# One device call (<= 10 min): the GPU tests, four ways at once.
-#   a. this tree, runner file first then learner file, in ONE process (graphs of one test must
-#      not break another's: learner/graphs.py);
-#   b. this tree, each file alone in its own process;
-#   c. BASE_TREE (optional: an export of another commit, `git archive <commit> | tar -x -C DIR`)
-#      in the one-process order, to tell a change's effect from the order fault.
-# If (a) fails, the same order again with CUBLAS_WORKSPACE_CONFIG=:0:0 for comparison.
-#   FLASHSAC_BENCH_COMMIT=<commit> [BASE_TREE=DIR] bash scripts/device/gpu_tests.sh [deadline_s]
+# Every GPU test (`pytest -m gpu`: the learner, kernel, runner, Warp and Gymnasium files), then the
+# four-way sweep as a user runs it, in one device call (<= 10 min):
+#   a. every GPU test in ONE process (a test's CUDA graphs must not break another's:
+#      learner/graphs.py);
+#   b. each GPU test file alone, in its own process, beside each other;
+#   c. `python -m flashsac_bench -m +experiment=bench_h200 update=u2,u8
+#      path=eager,compile,cudagraph` (Hydra's basic launcher: six jobs in one process),
+#      SWEEP_ITERATIONS iterations each (default 200, the last 100 summarized); skipped with
+#      SWEEP=0 or when the deadline is too near.
+# Each step has its deadline; what finished is kept: $OUT/gpu_tests.tgz holds the full logs
+# (summary.log, one_process.log, <file>.log, sweep.log) and the sweep's folder (comparison
+# csv/md/png, multirun.yaml, each job's summary.json; no checkpoints), to unpack into
+# docs/results/gpu_tests/<date>-<gpu>/.
+#   FLASHSAC_BENCH_COMMIT=<commit> bash scripts/device/gpu_tests.sh [deadline_s]
+# The Warp tests need warp-lang / mujoco-warp installed (scripts/device/README.md, "MuJoCo Warp
+# on a lent machine") and the Gymnasium one the [gymnasium] wheels: without them they skip, and
+# the summary's skip reasons say so.
 source scripts/device/setup.sh
 source scripts/device/lib.sh
-learner_suite gpu_tests "${1:-540}"
-echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}"
-RUNNER=tests/runner/test_runner_gpu.py LEARNER=tests/learner/test_gpu_paths.py
-run_tests() {  # run_tests NAME DIR FILES...: pytest in DIR, in the background (lib.sh's bg)
-  local name=$1 dir=$2; shift 2
-  bg $name $(($(left) - 20)) env -C "$dir" TORCHINDUCTOR_COMPILE_THREADS=4 \
-    PYTHONPATH=$dir${PYTHONPATH:+:$PYTHONPATH} python3 -m pytest -q -p no:cacheprovider "$@"
-}
-run_tests one_process "$PWD" $RUNNER $LEARNER
-run_tests learner_alone "$PWD" $LEARNER
-run_tests runner_alone "$PWD" $RUNNER
-if [ -n "${BASE_TREE:-}" ]; then
-  run_tests base_one_process "$BASE_TREE" $RUNNER $LEARNER
+DEADLINE=${1:-560}
+export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/ind}
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/tri}
+R=/tmp/gpu_tests/$(date +%H%M%S)
+mkdir -p "$R"
+exec > >(tee -a "$R/summary.log") 2>&1
+echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}; $(nvidia-smi -L 2>/dev/null | head -n 1)"
+PYTEST=(python3 -m pytest -q -p no:cacheprovider -rfEs --tb=long -m gpu)
+mapfile -t FILES < <("${PYTEST[@]}" --collect-only tests 2>/dev/null | grep "::" | cut -d: -f1 | sort -u)
+echo "GPU test files: ${FILES[*]}"
+# a. one process (the order pytest collects: envs, learner, runner)
+timeout -s TERM -k 10 $(($(left) * 2 / 5)) "${PYTEST[@]}" tests > "$R/one_process.log" 2>&1
+echo "== one process rc=$? (at ${SECONDS}s): $(tail -n 1 "$R/one_process.log")"
+# b. each file alone, side by side (separate processes and CUDA contexts)
+pids=()
+for f in "${FILES[@]}"; do
+  name=$(basename "$f" .py)
+  ( timeout -s TERM -k 10 $(($(left) * 2 / 3)) "${PYTEST[@]}" "$f" > "$R/$name.log" 2>&1
+    echo "== $name alone rc=$? (at ${SECONDS}s): $(tail -n 1 "$R/$name.log")" ) &
+  pids+=($!)
+done
+wait "${pids[@]}"
+# c. the four-way sweep, one process
+if [ "${SWEEP:-1}" != 0 ] && [ "$(left)" -gt 150 ]; then
+  timeout -s INT -k 20 $(($(left) - 15)) python3 -m flashsac_bench -m +experiment=bench_h200 \
+    update=u2,u8 path=eager,compile,cudagraph run.iterations="${SWEEP_ITERATIONS:-200}" \
+    run.summary_last=$((${SWEEP_ITERATIONS:-200} / 2)) run.progress=plain \
+    hydra.sweep.dir="$R/sweep" > "$R/sweep.log" 2>&1
+  echo "== sweep rc=$? (at ${SECONDS}s): $(ls -d "$R"/sweep/*_u* 2>/dev/null | wc -l) job dirs"
+  grep -h '"status"' "$R"/sweep/*_u*/summary.json 2>/dev/null | sort | uniq -c
+else
+  echo "== sweep skipped at ${SECONDS}s"
 fi
-wait "${PIDS[@]}"  # not a bare wait: that also waits for learner_suite's tee, forever
-if grep -q -E "failed|error" $W/logs/one_process.log && [ "$(left)" -gt 200 ]; then
-  export CUBLAS_WORKSPACE_CONFIG=:0:0
-  run_tests one_process_ws0 "$PWD" $RUNNER $LEARNER
-  wait "${PIDS[-1]}"
-fi
-echo; echo "== results"; tail -n 1 $W/logs/*.log
-echo; echo "== failures"
-grep -h -E "^(FAILED|ERROR)|^E  .{0,160}$" $W/logs/*.log | sort | uniq -c | head -n 40
-tar czf $OUT/gpu_tests.tgz -C $W .
+echo; echo "== failures and errors"
+grep -h -E "^(FAILED|ERROR) " "$R"/*.log | sort | uniq -c | head -n 40
+tar czf "$OUT/gpu_tests.tgz" -C "$R" --exclude=checkpoints --exclude=tb .
 echo "== done at ${SECONDS}s"
