@@ -238,6 +238,11 @@ class FlashSACLearner:
         return 2.0 * self.state.rng.uniform(STREAM_RANDOM_ACTION, (num, self.dims.action)) - 1.0
 
     @torch.no_grad()
+    def prepare_random_actions(self, num: int) -> None:
+        """act_random(num)'s first-use work now (rng.CounterRNG.prepare), drawing nothing."""
+        self.state.rng.prepare(((STREAM_RANDOM_ACTION, num * self.dims.action),))
+
+    @torch.no_grad()
     def act_deterministic(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self._mean_log_std(obs)[0])
 

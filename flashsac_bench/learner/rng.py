@@ -96,6 +96,13 @@ class CounterRNG:
             found = self._constants[draws] = (salts, offsets, draw_of_value, hashes)
         return found
 
+    def prepare(self, draws: tuple[tuple[int, int], ...]) -> None:
+        """The first-use work of the draws `draws` (their device constants; the compiled hash's
+        compilation for their signature), drawing nothing: the counter does not move. A loop
+        that must not synchronize with the host (a CUDA loop) makes each of its draws' first
+        use here, before it starts: a compilation inside it would."""
+        self._hash(self.key, self.counter, *self._signature(draws))
+
     def bits(self, draws: tuple[tuple[int, int], ...]) -> list[torch.Tensor]:
         """The 32-bit hashes (int64) of draws ((stream, numel), ...), made in order."""
         bits = self._hash(self.key, self.counter, *self._signature(draws))

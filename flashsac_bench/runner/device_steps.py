@@ -147,7 +147,10 @@ class DeviceSteps:
     def capture(self) -> None:
         """Capture both steps (before the loop; counted in the cold start). Each is first run
         once on a side stream so that lazy initialization happens outside the capture, and
-        everything it wrote is restored: capturing records kernels without running them."""
+        everything it wrote is restored: capturing records kernels without running them. The
+        uncaptured random-action step's first-use work happens here too: the loop that calls it
+        allows no host synchronization, and a first use may compile."""
+        self.learner.prepare_random_actions(self.staging.num_envs)
         if not self.capture_requested or self.graphs:
             return
         learner, ring = self.learner, self.learner.ring

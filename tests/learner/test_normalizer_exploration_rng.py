@@ -162,3 +162,14 @@ def test_compiled_hash_draws_the_same_bits():
         draws = ((7, 33), (8, 2))  # every bit, not just the ones a draw keeps
         assert all(map(torch.equal, compiled.bits(draws), eager.bits(draws)))
     assert compiled.counter.item() == eager.counter.item() == 12
+
+
+def test_prepare_makes_a_draws_first_use_work_and_draws_nothing():
+    """A CUDA loop allows no host sync, and a draw's first use makes constants (and compiles the
+    hash): `prepare` does that ahead, without moving the counter or changing any later draw."""
+    prepared, plain = CounterRNG(3, "cpu"), CounterRNG(3, "cpu")
+    prepared.prepare(((103, 12),))
+    assert prepared.counter.item() == 0 and list(prepared._constants) == [((103, 12),)]
+    assert torch.equal(prepared.uniform(103, (3, 4)), plain.uniform(103, (3, 4)))
+    assert list(prepared._constants) == [((103, 12),)]  # the draw found its constants made
+    assert prepared.counter.item() == plain.counter.item() == 1

@@ -141,3 +141,21 @@ def test_the_tick_means_are_np_mean_bit_for_bit():
             for scale in (1e-3, 1.0, 1e4):
                 v = (rng.normal(size=n) * scale + scale).astype(dtype)
                 assert array_mean(v) == float(np.mean(v)) == float(v.mean()), (dtype, n, scale)
+
+
+def test_the_steps_prepare_the_random_action_draw_before_the_loop():
+    """The loop's random-action step is not captured: its draw's first-use work (which may
+    compile on CUDA) happens when the steps are prepared, outside the loop's no-sync zone."""
+    from flashsac_bench.runner.device_steps import DeviceSteps
+    from lab.bench.synthetic import Setup, build_learner
+
+    setup = Setup(batch_size=8, updates_per_step=2, num_envs=4, tiny=True)
+    learner = build_learner(setup, "eager")
+    rng = learner.state.rng
+    counter = rng.counter.item()
+    steps = DeviceSteps(learner, Staging(learner.ring.layout, setup.num_envs, pin=False))
+    steps.capture()
+    made = set(rng._constants)
+    assert rng.counter.item() == counter
+    steps.act_random()
+    assert set(rng._constants) == made and rng.counter.item() == counter + 1
