@@ -1,27 +1,25 @@
 """Lifetimes of the CUDA graphs this project captures (the learner's cycle, the act / store steps).
 
-Why this exists: torch keeps one cuBLAS workspace per (cuBLAS handle, stream); a capture embeds
-the workspace's address in its graph (allocated in the graph's pool if the capture made it); and
-destroying a graph drops the workspace of the stream it was captured on, although other live
-graphs captured on that stream may still embed it (pytorch/pytorch#193402). `torch.cuda.graph`
-captures on one shared stream, so a graph that dies while others replay can make their next
-replay fault ("an illegal memory access") or compute garbage. The rules:
+Why this exists: torch keeps one cuBLAS workspace per (cuBLAS handle, stream) and a capture
+embeds the workspace's address in its graph. A workspace first allocated during a capture lives
+in that graph's private memory pool; one cached before the capture (by eager work, or by an
+earlier capture on the same stream: `torch.cuda.graph` captures on one shared stream) lives
+elsewhere: in the general pool, or in another graph's pool. Whoever drops torch's cache
+(Inductor's CUDA graph trees do before and after each recording; destroying a graph drops its
+stream's, pytorch/pytorch#193402) then frees memory the graph still uses, and the next empty
+cache (every capture starts with one) returns it to the driver: the graph's next replay faults
+("an illegal memory access") or computes garbage. The rules:
 
+- every capture starts from an empty cache (`GraphSet.capture` drops it first), so the graph's
+  GEMMs take a workspace inside its own pool, which lives exactly as long as the graph, whoever
+  drops the cache later;
 - a graph is destroyed only when nothing captured after it will replay again: `GraphSet.capture`
   keeps a graph whose capture failed, or that a new capture replaced, until release;
 - an owner `release`s its graphs when it is done (the runner does at the run's end, also on
   failure), and the release then drops torch's cached workspaces;
 - `collect_dead_graphs` runs the garbage collector before a capture if some other owner still
-  holds graphs (a dropped learner in a reference cycle dies now, not at a later collection), and
-  drops the cached workspaces if that destroyed any. In a fresh process nothing else holds
-  graphs and nothing was released, so a training run pays nothing and computes what it would
-  without this module.
-
-The cache is not dropped before EVERY capture: a capture after a drop takes a fresh workspace,
-and cuBLAS may then choose other algorithms, so the captured cycle would no longer match the
-compile path bit for bit. Not covered: an owner still alive when another one captures on the
-shared stream, destroyed while that other one still replays (nothing in the runner does this:
-a run's graphs live until its end).
+  holds graphs (a dropped learner in a reference cycle dies now, not at a later collection,
+  while another owner's graphs replay), and drops the cached workspaces if that destroyed any.
 """
 
 from __future__ import annotations
@@ -56,6 +54,7 @@ class GraphSet:
 
     def capture(self, name: str, fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
         """Capture fn() as the graph `name`. A capture that raises leaves its graph retired."""
+        clear_cublas_workspaces()  # the capture's workspace in its own pool (module docstring)
         graph = torch.cuda.CUDAGraph()
         self._retired.append(graph)  # until the capture has succeeded
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):

@@ -1,6 +1,6 @@
-"""learner.graphs: when the project's CUDA graphs are destroyed, and that torch's cached cuBLAS
-workspaces are dropped after (and only after) graphs died (learner/graphs.py says why). On the
-CPU the graphs and the cache are stand-ins. The runner's release:
+"""learner.graphs: when the project's CUDA graphs are destroyed, and when torch's cached cuBLAS
+workspaces are dropped: before every capture and after graphs died (learner/graphs.py says
+why). On the CPU the graphs and the cache are stand-ins. The runner's release:
 tests/runner/test_runner_faults.py; the GPU case: tests/learner/test_gpu_paths.py,
 test_a_dropped_learners_graphs_die_before_the_next_capture."""
 
@@ -61,10 +61,10 @@ def test_a_failed_capture_keeps_its_graph_until_release(fake_capture):
         s.capture("store", lambda: None)
     assert s.get("store") is None  # never replayed ...
     assert len(s._retired) == 1 and isinstance(s._retired[0], _Graph)  # ... but not destroyed
-    assert fake_capture["cleared"] == 0  # captures keep the cache (the same numbers as before)
+    assert fake_capture["cleared"] == 2  # each capture started from an empty cache
     s.release(torch.device("cpu"))
     assert not s.holds_graphs and fake_capture["synced"] == 1
-    assert fake_capture["cleared"] == 1  # nothing may keep a workspace in the freed pools
+    assert fake_capture["cleared"] == 3  # nothing may keep a workspace in the freed pools
 
 
 def test_a_replaced_or_retired_graph_stays_alive_until_release(fake_capture):
@@ -90,6 +90,7 @@ def test_a_dropped_owner_in_a_reference_cycle_is_destroyed_before_the_next_captu
     try:
         dropped = GraphSet()
         dropped.capture("cycle", lambda: None)
+        assert fake_capture["cleared"] == 1
         dropped.me = dropped  # a reference cycle: refcounting alone never frees it
         gone = weakref.ref(dropped)
         del dropped
@@ -97,11 +98,11 @@ def test_a_dropped_owner_in_a_reference_cycle_is_destroyed_before_the_next_captu
         current = GraphSet()
         assert collect_dead_graphs(keep=(current,))
         assert gone() is None  # destroyed now, before `current` captures
-        assert fake_capture["cleared"] == 1  # and the cache with it
+        assert fake_capture["cleared"] == 2  # and the cache with it
         current.capture("cycle", lambda: None)
         # Only graphs of its own left: no collection (a fresh run pays nothing).
         assert not collect_dead_graphs(keep=(current,))
-        assert fake_capture["cleared"] == 1
+        assert fake_capture["cleared"] == 3  # the capture's own
     finally:
         gc.enable()
 
@@ -112,7 +113,7 @@ def test_a_collection_that_destroys_nothing_keeps_the_cache(fake_capture):
     gc.disable()
     try:
         assert collect_dead_graphs(keep=())
-        assert alive.holds_graphs and fake_capture["cleared"] == 0
+        assert alive.holds_graphs and fake_capture["cleared"] == 1  # the capture's only
     finally:
         gc.enable()
 
@@ -122,3 +123,21 @@ def test_released_owners_do_not_cost_a_collection(fake_capture):
     done.capture("cycle", lambda: None)
     done.release(torch.device("cpu"))
     assert not collect_dead_graphs()
+
+
+def test_every_capture_starts_from_an_empty_workspace_cache(fake_capture, monkeypatch):
+    """A graph's GEMMs must take their cuBLAS workspace inside the graph's own pool (allocated
+    during the capture), never one cached before it: torch's cache is dropped before the graph
+    is made, on every capture, the first and the later ones alike."""
+    seen: list[int] = []
+
+    class Recording(_Graph):
+        def __init__(self) -> None:
+            seen.append(fake_capture["cleared"])
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Recording)
+    s = GraphSet()
+    s.capture("act", lambda: None)
+    s.capture("store", lambda: None)
+    s.capture("act", lambda: None)  # a recapture too
+    assert seen == [1, 2, 3]
