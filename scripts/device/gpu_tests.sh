@@ -29,13 +29,13 @@ PYTEST=(python3 -m pytest -q -p no:cacheprovider -rfEs --tb=long -m gpu)
 mapfile -t FILES < <("${PYTEST[@]}" --collect-only tests 2>/dev/null | grep "::" | cut -d: -f1 | sort -u)
 echo "GPU test files: ${FILES[*]}"
 # a. one process (the order pytest collects: envs, learner, runner)
-timeout -s TERM -k 10 $(($(left) * 2 / 5)) "${PYTEST[@]}" tests > "$R/one_process.log" 2>&1
+timeout -s TERM -k 10 $(($(left) / 2)) "${PYTEST[@]}" tests > "$R/one_process.log" 2>&1
 echo "== one process rc=$? (at ${SECONDS}s): $(tail -n 1 "$R/one_process.log")"
 # b. each file alone, side by side (separate processes and CUDA contexts)
 pids=()
 for f in "${FILES[@]}"; do
   name=$(basename "$f" .py)
-  ( timeout -s TERM -k 10 $(($(left) * 2 / 3)) "${PYTEST[@]}" "$f" > "$R/$name.log" 2>&1
+  ( timeout -s TERM -k 10 $(($(left) * 3 / 4)) "${PYTEST[@]}" "$f" > "$R/$name.log" 2>&1
     echo "== $name alone rc=$? (at ${SECONDS}s): $(tail -n 1 "$R/$name.log")" ) &
   pids+=($!)
 done
