@@ -17,6 +17,7 @@ import math
 
 import torch
 
+from flashsac_bench.learner.compile_store import StoredCompile
 from flashsac_bench.lowbias32 import MASK32 as _MASK32
 from flashsac_bench.lowbias32 import hash32, hash32_int
 
@@ -67,10 +68,12 @@ class CounterRNG:
         # the warm-ups before every capture make every captured signature's once.
         self._constants: dict[tuple, tuple[torch.Tensor, ...]] = {}
 
-    def compile_hash(self) -> None:
-        """Run the hash as compiled code (the compile and cudagraph paths on CUDA).
-        Shapes are dynamic, so one compiled kernel serves every draw size."""
-        self._hash = torch.compile(counter_bits, fullgraph=True, dynamic=True)
+    def compile_hash(self) -> StoredCompile:
+        """Run the hash as compiled code (the compile and cudagraph paths on CUDA), its
+        compiled code saved for later processes. Shapes are dynamic, so one compiled kernel
+        serves every draw size."""
+        self._hash = StoredCompile(counter_bits, dynamic=True)
+        return self._hash
 
     @property
     def compiled(self) -> bool:
