@@ -10,7 +10,7 @@ every source file of the traced package's modules that Dynamo traced; a changed 
 stale file.
 
 The file: one magic line, one JSON line (the key, the sources, each variant's size and
-SHA-256), then each variant's bytes (torch's own serialization). `read` raises `Unusable`,
+SHA-256), then each variant's bytes (torch's own serialization). `read` raises `UnusableError`,
 with the reason, for anything that does not check out; nothing is read past a failed check.
 """
 
@@ -33,7 +33,7 @@ MAGIC = b"flashsac-bench compiled function\n"
 FORMAT = 1
 
 
-class Unusable(Exception):
+class UnusableError(Exception):
     """A saved compile that must not be used (the message says why)."""
 
 
@@ -128,13 +128,9 @@ def _config_hashes() -> dict[str, str]:
 
 
 def _cpu_isa() -> str:
-    """The vector instruction set Inductor compiles CPU kernels for."""
-    try:
-        from torch._inductor.cpu_vec_isa import pick_vec_isa
-
-        return str(pick_vec_isa())
-    except Exception:  # noqa: BLE001 - a torch without the helper: the machine type only
-        return "unknown"
+    """The CPU's vector instruction set as ATen dispatches to it (Inductor's CPU kernels are
+    compiled for the machine's; probing them as Inductor does costs a compile)."""
+    return str(torch.backends.cpu.get_cpu_capability())
 
 
 def key_name(key: dict[str, Any]) -> str:
@@ -179,32 +175,32 @@ def write(path: Path, key: dict[str, Any], sources: dict[str, str], blobs: list[
 
 
 def read(path: Path, key: dict[str, Any]) -> list[bytes]:
-    """The variants saved under `key`; `Unusable` where the file was made for anything else,
+    """The variants saved under `key`; `UnusableError` where the file was made for anything else,
     its traced sources changed since, or its bytes are not the ones written."""
     with open(path, "rb") as f:
         if f.readline() != MAGIC:
-            raise Unusable("not a saved compile of this format")
+            raise UnusableError("not a saved compile of this format")
         try:
             header = json.loads(f.readline())
         except ValueError as err:
-            raise Unusable(f"unreadable header ({err})") from None
+            raise UnusableError(f"unreadable header ({err})") from None
         rest = f.read()
     stored = header.get("key")
     if stored != key:
-        raise Unusable(f"made for other settings: {_differences(stored, key)}")
+        raise UnusableError(f"made for other settings: {_differences(stored, key)}")
     sources = header.get("sources", {})
     changed = sorted(m for m, h in source_hashes(sources).items() if sources[m] != h)
     if changed:
-        raise Unusable(f"traced sources changed since: {', '.join(changed)}")
+        raise UnusableError(f"traced sources changed since: {', '.join(changed)}")
     blobs, offset = [], 0
     for i, variant in enumerate(header.get("variants", [])):
         blob = rest[offset : offset + variant["bytes"]]
         offset += variant["bytes"]
         if hashlib.sha256(blob).hexdigest() != variant["sha256"]:
-            raise Unusable(f"variant {i} is corrupt (its SHA-256 differs)")
+            raise UnusableError(f"variant {i} is corrupt (its SHA-256 differs)")
         blobs.append(blob)
     if offset != len(rest) or not blobs:
-        raise Unusable("corrupt (its length differs from its header)")
+        raise UnusableError("corrupt (its length differs from its header)")
     return blobs
 
 
@@ -217,9 +213,7 @@ def _differences(stored: Any, expected: dict[str, Any]) -> str:
     if "environment" in names and isinstance(env_s, dict):
         names.remove("environment")
         names += [
-            f"environment.{k}"
-            if k != "torch"
-            else f"torch {env_s.get(k)} (this is {env_e.get(k)})"
+            f"environment.{k}" if k != "torch" else f"torch {env_s.get(k)} (this is {env_e.get(k)})"
             for k in sorted(env_s.keys() | env_e.keys())
             if env_s.get(k) != env_e.get(k)
         ]

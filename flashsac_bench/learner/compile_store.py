@@ -135,7 +135,7 @@ class StoredCompile:
                 self._add(self._load(blob), blob)
         except Exception as err:  # noqa: BLE001 - never used: compiled anew, said why
             self.variants, self._blobs, self._modules = [], [], set()
-            reason = str(err) if isinstance(err, artifacts.Unusable) else repr(err)
+            reason = str(err) if isinstance(err, artifacts.UnusableError) else repr(err)
             self._note(f"{self.file.name} not used: {reason}; compiling anew")
             return
         self.report.loaded += len(self.variants)
@@ -253,7 +253,9 @@ def summarize(stored: tuple[StoredCompile, ...]) -> dict[str, Any]:
     `compile`): variants loaded and compiled, their seconds, and every note and fallback."""
     reports = [s.report for s in stored]
     notes = [n for s in stored for n in s.report.notes]
-    notes += [f"{s.name}: plain torch.compile ({s.report.fallback})" for s in stored if s.report.fallback]
+    notes += [
+        f"{s.name}: plain torch.compile ({s.report.fallback})" for s in stored if s.report.fallback
+    ]
     return {
         "artifacts_loaded": sum(r.loaded for r in reports),
         "artifacts_compiled": sum(r.compiled for r in reports),

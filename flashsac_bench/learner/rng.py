@@ -14,6 +14,7 @@ happens, so there is no undefined behaviour.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -62,7 +63,7 @@ class CounterRNG:
         # never invalidates compiled code or a captured graph.
         self.key = torch.tensor(hash32_int(int(seed)), dtype=torch.int64, device=device)
         self.counter = torch.zeros((), dtype=torch.int64, device=device)
-        self._hash = counter_bits
+        self._hash: Callable[..., torch.Tensor] = counter_bits
         # Device constants of each draw signature (stream salts, counter offsets, each value's
         # draw and index hash), made on first use by device kernels (no host copy, no sync);
         # the warm-ups before every capture make every captured signature's once.
@@ -72,8 +73,9 @@ class CounterRNG:
         """Run the hash as compiled code (the compile and cudagraph paths on CUDA), its
         compiled code saved for later processes. Shapes are dynamic, so one compiled kernel
         serves every draw size."""
-        self._hash = StoredCompile(counter_bits, dynamic=True)
-        return self._hash
+        compiled = StoredCompile(counter_bits, dynamic=True)
+        self._hash = compiled
+        return compiled
 
     @property
     def compiled(self) -> bool:
