@@ -77,6 +77,7 @@ class StoredCompile:
         self._plain: Callable[..., Any] | None = None
         self._opened = False
         self._key: dict[str, Any] = {}
+        self.file: Path | None = None  # where the variants are saved (named by the key)
 
     def __call__(self, *args: Any) -> Any:
         if self._plain is None:
@@ -110,11 +111,6 @@ class StoredCompile:
         self._save()
         return variant
 
-    @property
-    def file(self) -> Path:
-        """Where this function's variants are saved (named by the first call's key)."""
-        return artifacts.artifact_dir() / artifacts.key_name(self._key)
-
     def _open(self, args: tuple[Any, ...]) -> None:
         """Key the saved file by the first call's inputs; load its variants where usable."""
         closure = artifacts.structure(self._closure())
@@ -127,6 +123,7 @@ class StoredCompile:
             "args": args_key,
             "environment": artifacts.environment(_devices([closure, args_key])),
         }
+        self.file = artifacts.artifact_dir() / artifacts.key_name(self._key)
         if not self.file.is_file():
             return
         start = time.perf_counter()
@@ -192,6 +189,7 @@ class StoredCompile:
         start = time.perf_counter()
         try:
             sources = artifacts.source_hashes(self._modules)
+            assert self.file is not None  # named by _open, before any variant
             artifacts.write(self.file, self._key, sources, self._blobs)
         except Exception as err:  # noqa: BLE001 - not saved: the next process traces again
             self._note(f"could not save {self.name} ({type(err).__name__}: {err})")
