@@ -159,16 +159,13 @@ class StoredCompile:
 
     def _compile(self, args: tuple[Any, ...]) -> Any:
         """Trace and compile a variant for `args` (ahead of time: it is not run here)."""
-        from torch._dynamo import config as dynamo_config
         from torch._dynamo.utils import compilation_time_metrics as metrics
 
         before = {k: len(metrics.get(k, ())) for k in (_CAPTURE, _BACKEND)}
-        compiled = torch.compile(
-            self.fn, fullgraph=True, dynamic=self.dynamic, options=self.options
-        )
-        # torch releases where aot_compile is gated by a config flag: opened for this call.
-        gate = hasattr(dynamo_config, "enable_aot_compile")
-        with dynamo_config.patch(enable_aot_compile=True) if gate else contextlib.nullcontext():
+        with aot_compile_gate_open():
+            compiled = torch.compile(
+                self.fn, fullgraph=True, dynamic=self.dynamic, options=self.options
+            )
             variant = compiled.aot_compile((args, {}))  # type: ignore[attr-defined]
         capture, backend = (sum(metrics.get(k, [])[before[k] :]) for k in (_CAPTURE, _BACKEND))
         self.report.compiled += 1
@@ -208,11 +205,23 @@ class StoredCompile:
         log.warning("%s", note)
 
 
+def aot_compile_gate_open() -> contextlib.AbstractContextManager[Any]:
+    """torch releases that gate aot_compile behind Dynamo's `enable_aot_compile` (the
+    compiled function then has no `aot_compile` unless it was on at torch.compile): opened
+    for the call; a no-op where there is no such flag."""
+    from torch._dynamo import config as dynamo_config
+
+    if hasattr(dynamo_config, "enable_aot_compile"):
+        return dynamo_config.patch(enable_aot_compile=True)
+    return contextlib.nullcontext()
+
+
 def unavailable() -> str | None:
     """Why this torch cannot save compiled functions (None: it can)."""
     from torch._inductor import config as inductor_config
 
-    probe = torch.compile(lambda: None, fullgraph=True)
+    with aot_compile_gate_open():
+        probe = torch.compile(lambda: None, fullgraph=True)
     if not hasattr(probe, "aot_compile") or not hasattr(torch.compiler, "load_compiled_function"):
         return f"torch {torch.__version__} has no aot_compile / load_compiled_function"
     if inductor_config.force_disable_caches:

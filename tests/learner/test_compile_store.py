@@ -137,3 +137,13 @@ def test_where_nothing_can_be_saved_it_is_plain_torch_compile(missing, monkeypat
     assert (stored.report.loaded, stored.report.compiled) == (0, 0)
     assert not (cache_dir / "flashsac_bench_compiled").exists()
     torch.testing.assert_close(y, make_step(Holder())(x))
+
+
+def test_torchs_aot_compile_flag_is_opened_for_the_compile(monkeypatch):
+    """torch gives a compiled function `aot_compile` only while Dynamo's enable_aot_compile is
+    on (off by default in earlier releases): the store opens it for its own calls."""
+    monkeypatch.setattr(torch._dynamo.config, "enable_aot_compile", False)
+    stored = StoredCompile(make_step(Holder()), dynamic=False)
+    stored(torch.ones(3))
+    assert (stored.report.compiled, stored.report.fallback) == (1, None)
+    assert torch._dynamo.config.enable_aot_compile is False
