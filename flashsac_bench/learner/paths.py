@@ -19,7 +19,9 @@ is replayed:
 
 On every path the scalar vector is written outside compiled code (learner.state.SCALARS says
 why). On CUDA the compiled paths also run the counter RNG's integer hash as compiled code and
-let Inductor combine independent kernels (the cycle is launch-bound); both are exact. Warm-ups
+let Inductor combine independent kernels (the cycle is launch-bound); both are exact. Every
+compiled function is saved once traced and compiled, and later processes load it instead of
+tracing it again (learner.compile_store: the same code, the same bits). Warm-ups
 run untimed cycles and restore the state, so a path's first timed cycle computes what the eager
 path's first cycle does.
 """

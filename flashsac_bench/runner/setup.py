@@ -10,7 +10,9 @@ late release would break a later run's graphs).
 cold_start_s is the total of the compile / capture parts (learner_warmup_s,
 device_steps_capture_s, env_capture_s). summary.json's `compile` says what torch's compiler did
 in the learner's warmup: Dynamo's tracing, the backend (AOTAutograd and Inductor, loading from
-their caches or compiling) and the caches' hits and misses.
+their caches or compiling) and the caches' hits and misses, and the compiled updates saved by
+an earlier process (learner.compile_store): loaded or compiled, and whether the warmup skipped
+tracing altogether (`tracing_skipped`).
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ def cold_start(learner: FlashSACLearner, startup: dict[str, float]) -> dict[str,
 # torch's compile-time metrics (torch._dynamo.utils.compilation_time_metrics): Dynamo's whole
 # compile of a frame, and the backend's part of it (AOTAutograd + Inductor); a backward
 # compiled on its first call (no AOTAutograd cache hit) is timed apart.
-_DYNAMO = "_compile.compile_inner"  # one entry per frame traced
+_DYNAMO = "_compile.compile_inner"
 _BACKEND = ("OutputGraph.call_user_compiler", "compile_fx.<locals>.bw_compiler")
 # torch._dynamo.utils.counters: (group, counter) -> our name
 _CACHE_COUNTERS = {
