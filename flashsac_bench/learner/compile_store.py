@@ -99,7 +99,11 @@ class StoredCompile:
             if missing is not None:
                 self._fall_back(missing)
                 return None
-            self._open(args)
+            try:
+                self._open(args)
+            except Exception as err:  # noqa: BLE001 - no key, no file: plain torch.compile
+                self._fall_back(f"no key for its inputs ({type(err).__name__}: {err})")
+                return None
             for variant in self.variants:
                 if variant.guard_check(*args):
                     return variant

@@ -147,3 +147,19 @@ def test_torchs_aot_compile_flag_is_opened_for_the_compile(monkeypatch):
     stored(torch.ones(3))
     assert (stored.report.compiled, stored.report.fallback) == (1, None)
     assert torch._dynamo.config.enable_aot_compile is False
+
+
+def test_inputs_it_cannot_key_run_as_plain_torch_compile():
+    nested: list = [torch.ones(3)]
+    for _ in range(20):  # deeper than a key describes
+        nested = [nested]
+
+    def deep(x: torch.Tensor) -> torch.Tensor:
+        inner = nested
+        while isinstance(inner, list):
+            inner = inner[0]
+        return x + inner
+
+    stored = StoredCompile(deep, dynamic=False)
+    assert torch.equal(stored(torch.ones(3)), torch.full((3,), 2.0))
+    assert "no key for its inputs (ValueError" in (stored.report.fallback or "")
