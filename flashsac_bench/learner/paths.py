@@ -19,7 +19,9 @@ is replayed:
 
 On every path the scalar vector is written outside compiled code (learner.state.SCALARS says
 why). On CUDA the compiled paths also run the counter RNG's integer hash as compiled code and
-let Inductor combine independent kernels (the cycle is launch-bound); both are exact. Warm-ups
+let Inductor combine independent kernels (the cycle is launch-bound); both are exact. Every
+compiled function is saved once traced and compiled, and later processes load it instead of
+tracing it again (learner.compile_store: the same code, the same bits). Warm-ups
 run untimed cycles and restore the state, so a path's first timed cycle computes what the eager
 path's first cycle does.
 """
@@ -35,6 +37,7 @@ from typing import Any
 import torch
 
 from flashsac_bench.config.path import PathConfig
+from flashsac_bench.learner.compile_store import StoredCompile
 from flashsac_bench.learner.graphs import GraphSet, collect_dead_graphs
 from flashsac_bench.learner.update import (
     Cycle,
@@ -56,6 +59,8 @@ class Path:
         self.cycle, self.device = cycle, torch.device(device)
         self.cold_start_s = 0.0
         self._warm = False
+        # The compiled functions this path runs, their saved code (learner.compile_store).
+        self.compiled: tuple[StoredCompile, ...] = ()
 
     def critic(self, rows, eps_next, divisor, update_target: bool) -> None:
         """One critic update on rows [B, width] with next-action noise [B, A]."""
@@ -122,6 +127,7 @@ class CompilePath(Path):
 
         self._critic = compile_update(critic, self.graph_trees, options)
         self._actor = compile_update(actor, self.graph_trees, options)
+        self.compiled = (self._critic, self._actor)
 
     def critic(self, rows, eps_next, divisor, update_target: bool) -> None:
         write(self.cycle.state, self._critic(rows, eps_next, divisor, update_target))
@@ -154,6 +160,7 @@ class CapturedPath(Path):
 
         self._critic = compile_update(critic, False, options)
         self._actor = compile_update(actor, False, options)
+        self.compiled = (self._critic, self._actor)
         self.graphs = GraphSet()  # the cycle's graph; destroyed only by release_graphs()
         self.fallback = False  # the capture failed: the compiled updates run uncaptured
         self.captures = 0
@@ -225,11 +232,13 @@ class CapturedPath(Path):
             self.graph.replay()
 
 
-def compile_update(fn: Callable[..., Any], inductor_cudagraphs: bool, options: dict[str, Any]):
-    """torch.compile one whole update; `fullgraph`: a graph break would silently split the
-    update into eager pieces."""
+def compile_update(
+    fn: Callable[..., Any], inductor_cudagraphs: bool, options: dict[str, Any]
+) -> StoredCompile:
+    """torch.compile one whole update (`fullgraph`: a graph break would silently split the
+    update into eager pieces), its compiled code saved for later processes."""
     options = {**options, "triton.cudagraphs": inductor_cudagraphs}
-    return torch.compile(fn, fullgraph=True, dynamic=False, options=options)
+    return StoredCompile(fn, dynamic=False, options=options)
 
 
 def build(cfg: PathConfig, cycle: Cycle, device) -> Path:
@@ -242,12 +251,12 @@ def build(cfg: PathConfig, cycle: Cycle, device) -> Path:
         raise ValueError(f"unknown path {cfg.name!r}")
     if cfg.name == "cudagraph" and not cuda:
         raise RuntimeError("path=cudagraph needs a CUDA device")
-    if cuda:
-        cycle.state.rng.compile_hash()
     options = {"combo_kernels": cuda, **cfg.inductor_options}
-    if cfg.name == "compile":
-        return CompilePath(cycle, device, options)
-    return CapturedPath(cycle, device, options)
+    cls = CompilePath if cfg.name == "compile" else CapturedPath
+    path = cls(cycle, device, options)
+    if cuda:
+        path.compiled += (cycle.state.rng.compile_hash(),)
+    return path
 
 
 def mark_static_inputs(cycle: Cycle) -> None:

@@ -14,9 +14,11 @@ happens, so there is no undefined behaviour.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
+from flashsac_bench.learner.compile_store import StoredCompile
 from flashsac_bench.lowbias32 import MASK32 as _MASK32
 from flashsac_bench.lowbias32 import hash32, hash32_int
 
@@ -61,16 +63,19 @@ class CounterRNG:
         # never invalidates compiled code or a captured graph.
         self.key = torch.tensor(hash32_int(int(seed)), dtype=torch.int64, device=device)
         self.counter = torch.zeros((), dtype=torch.int64, device=device)
-        self._hash = counter_bits
+        self._hash: Callable[..., torch.Tensor] = counter_bits
         # Device constants of each draw signature (stream salts, counter offsets, each value's
         # draw and index hash), made on first use by device kernels (no host copy, no sync);
         # the warm-ups before every capture make every captured signature's once.
         self._constants: dict[tuple, tuple[torch.Tensor, ...]] = {}
 
-    def compile_hash(self) -> None:
-        """Run the hash as compiled code (the compile and cudagraph paths on CUDA).
-        Shapes are dynamic, so one compiled kernel serves every draw size."""
-        self._hash = torch.compile(counter_bits, fullgraph=True, dynamic=True)
+    def compile_hash(self) -> StoredCompile:
+        """Run the hash as compiled code (the compile and cudagraph paths on CUDA), its
+        compiled code saved for later processes. Shapes are dynamic, so one compiled kernel
+        serves every draw size."""
+        compiled = StoredCompile(counter_bits, dynamic=True)
+        self._hash = compiled
+        return compiled
 
     @property
     def compiled(self) -> bool:

@@ -10,7 +10,9 @@ late release would break a later run's graphs).
 cold_start_s is the total of the compile / capture parts (learner_warmup_s,
 device_steps_capture_s, env_capture_s). summary.json's `compile` says what torch's compiler did
 in the learner's warmup: Dynamo's tracing, the backend (AOTAutograd and Inductor, loading from
-their caches or compiling) and the caches' hits and misses.
+their caches or compiling) and the caches' hits and misses, and the compiled updates saved by
+an earlier process (learner.compile_store): loaded or compiled, and whether the warmup skipped
+tracing altogether (`tracing_skipped`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import torch
 from flashsac_bench.config.backend import MujocoConfig, WarpOptions
 from flashsac_bench.config.root import Config
 from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
+from flashsac_bench.learner.compile_store import summarize
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner import training_config
 from flashsac_bench.runner.collector import DEFAULT_TIMEOUT_S, Collector, Staging
@@ -155,7 +158,10 @@ def cold_start(learner: FlashSACLearner, startup: dict[str, float]) -> dict[str,
     if learner.device.type == "cuda":
         torch.cuda.synchronize(learner.device)
     startup["learner_warmup_s"] = startup["cold_start_s"] = time.perf_counter() - t
-    return compile_delta(before, compile_facts())
+    facts = compile_delta(before, compile_facts())
+    if facts and learner.path.compiled:
+        facts = with_saved_compiles(facts, summarize(learner.path.compiled))
+    return facts
 
 
 # torch's compile-time metrics (torch._dynamo.utils.compilation_time_metrics): Dynamo's whole
@@ -185,6 +191,7 @@ def compile_facts() -> dict[str, float] | None:
         return float(sum(compilation_time_metrics.get(key, ())))
 
     facts = {"dynamo_total_s": total(_DYNAMO), "backend_s": sum(total(k) for k in _BACKEND)}
+    facts["frames_traced"] = float(len(compilation_time_metrics.get(_DYNAMO, ())))
     for (group, name), ours in _CACHE_COUNTERS.items():
         facts[ours] = float(counters[group][name])
     return facts
@@ -212,6 +219,21 @@ def compile_delta(
         "fx_graph_cache": bool(inductor_config.fx_graph_cache),
         "aot_autograd_cache": bool(functorch_config.enable_autograd_cache),
     }
+
+
+def with_saved_compiles(facts: dict[str, Any], saved: dict[str, Any]) -> dict[str, Any]:
+    """`facts` with what the learner's saved compiles (learner.compile_store) did: their
+    tracing and compiling counted into dynamo_s / backend_s, their loads and saves, and
+    `tracing_skipped`: the warmup loaded every compiled update and Dynamo traced nothing."""
+    out = {**facts, **saved}
+    out["dynamo_s"] = round(facts["dynamo_s"] + out.pop("artifacts_trace_s"), 3)
+    out["backend_s"] = round(facts["backend_s"] + out.pop("artifacts_backend_s"), 3)
+    out["tracing_skipped"] = (
+        saved["artifacts_loaded"] > 0
+        and saved["artifacts_compiled"] == 0
+        and facts["frames_traced"] == 0
+    )
+    return out
 
 
 def describe_env(env: VecEnv | DeviceVecEnv, tc: dict[str, Any], cuda: bool) -> None:

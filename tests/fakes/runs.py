@@ -110,3 +110,21 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
 def timing_free(row: dict[str, Any]) -> dict[str, Any]:
     """A summary row without its timings (what two runs of one seed must agree on)."""
     return {k: v for k, v in row.items() if not k.endswith(("_ms", "_s", "_per_s"))}
+
+
+def final_checkpoint_tensors(run_dir: Path) -> dict[str, Any]:
+    """Every tensor of the run's last checkpoint (learner, replay, env state), by its path."""
+    import torch
+
+    ckpt = sorted((run_dir / "checkpoints").glob("iter_*.pt"))[-1]
+    out: dict[str, Any] = {}
+
+    def walk(tree: Any, prefix: str) -> None:
+        if isinstance(tree, torch.Tensor):
+            out[prefix] = tree
+        elif isinstance(tree, dict):
+            for key, value in tree.items():
+                walk(value, f"{prefix}/{key}")
+
+    walk(torch.load(ckpt, map_location="cpu", weights_only=True), "")
+    return out

@@ -5,29 +5,16 @@ next. Each job of a compile / eager sweep computes what the same job computes in
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 import torch
 
-from tests.fakes.runs import cli_overrides, read_summary, run_cli, timing_free
-
-
-def _final_tensors(run_dir: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of the run's last checkpoint (learner, replay, env state), by its path."""
-    ckpt = sorted((run_dir / "checkpoints").glob("iter_*.pt"))[-1]
-    out: dict[str, torch.Tensor] = {}
-
-    def walk(tree: Any, prefix: str) -> None:
-        if isinstance(tree, torch.Tensor):
-            out[prefix] = tree
-        elif isinstance(tree, dict):
-            for key, value in tree.items():
-                walk(value, f"{prefix}/{key}")
-
-    walk(torch.load(ckpt, map_location="cpu", weights_only=True), "")
-    return out
+from tests.fakes.runs import (
+    cli_overrides,
+    final_checkpoint_tensors,
+    read_summary,
+    run_cli,
+    timing_free,
+)
 
 
 @pytest.mark.slow
@@ -57,7 +44,7 @@ def test_every_job_of_a_one_process_sweep_equals_a_fresh_process(tmp_path):
         learned = [timing_free(r) for r in in_sweep["rows_all"] if r["learning"]]
         assert learned, f"{name}: no learning rows to compare"
         assert learned == [timing_free(r) for r in by_itself["rows_all"] if r["learning"]], name
-        a, b = _final_tensors(sweep / name), _final_tensors(fresh)
+        a, b = final_checkpoint_tensors(sweep / name), final_checkpoint_tensors(fresh)
         assert a.keys() == b.keys()
         differ = [k for k in a if not torch.equal(a[k], b[k])]
         assert differ == [], f"{name}: {differ[:5]}"

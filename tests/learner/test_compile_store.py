@@ -1,0 +1,165 @@
+"""learner.compile_store: a function compiled once, saved, and loaded by the next StoredCompile
+of it (as a later process would) without tracing; the same bits as plain torch.compile; a file
+that does not check out is compiled anew, never used. Small functions on the CPU (the learner's
+updates: tests/runner/test_warm_start.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from flashsac_bench.learner import compile_artifacts as artifacts
+from flashsac_bench.learner.compile_store import StoredCompile
+
+pytestmark = pytest.mark.slow  # every test compiles (seconds each on 2 cores)
+
+
+class Holder:
+    """What a compiled update closes over: tensors it reads and writes, and a constant."""
+
+    def __init__(self, n: int = 3) -> None:
+        self.w = torch.linspace(0.5, 1.5, n)
+        self.total = torch.zeros(n)
+        self.scale = 1.25
+
+
+def make_step(h: Holder):
+    def step(x: torch.Tensor) -> torch.Tensor:
+        y = torch.tanh(x * h.w * h.scale) + x.sum()
+        h.total.add_(
+            y.reshape(-1, h.w.numel()).sum(0)
+        )  # an in-place write into the closure's state (the cudagraph path's kind)
+        return y
+
+    return step
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    return tmp_path / "inductor"
+
+
+def _run(stored: StoredCompile, holder: Holder, x: torch.Tensor):
+    y = stored(x)
+    return y, holder.total.clone()
+
+
+def test_a_warm_start_loads_the_cold_starts_code_and_computes_the_same_bits():
+    x = torch.linspace(-1, 1, 3)
+    plain_holder = Holder()
+    expected = torch.compile(make_step(plain_holder), fullgraph=True, dynamic=False)(x)
+    cold_holder, warm_holder = Holder(), Holder()
+    cold = StoredCompile(make_step(cold_holder), dynamic=False)
+    y_cold, total_cold = _run(cold, cold_holder, x)
+    assert (cold.report.compiled, cold.report.loaded) == (1, 0) and cold.file.is_file()
+    assert cold.report.trace_s > 0 and cold.report.backend_s > 0
+    warm = StoredCompile(make_step(warm_holder), dynamic=False)
+    y_warm, total_warm = _run(warm, warm_holder, x)
+    assert (warm.report.compiled, warm.report.loaded, warm.report.notes) == (0, 1, [])
+    assert torch.equal(y_cold, expected) and torch.equal(y_warm, expected)
+    assert torch.equal(total_cold, plain_holder.total) and torch.equal(total_warm, total_cold)
+    # The loaded code reads and writes the live objects, never copies saved with it.
+    warm_holder.w.mul_(2.0)
+    y_again = warm(x)
+    assert torch.equal(warm_holder.total, total_warm + y_again)
+    torch.testing.assert_close(y_again, torch.tanh(x * warm_holder.w * 1.25) + x.sum())
+    assert not torch.allclose(y_again, y_warm)
+
+
+def test_a_call_no_variant_serves_is_compiled_and_saved_beside_the_others():
+    """(The file is named by the first call's inputs: a later process calls in the same
+    order, as the update cycle does.)"""
+    first = StoredCompile(make_step(Holder()), dynamic=False)
+    calls = (torch.ones(3), torch.ones(2, 3), torch.ones(3))  # another shape: new guards
+    outs = [first(x) for x in calls]
+    assert first.report.compiled == 2 and len(first.variants) == 2
+    again = StoredCompile(make_step(Holder()), dynamic=False)
+    assert all(torch.equal(again(x), y) for x, y in zip(calls, outs, strict=True))
+    assert (again.report.loaded, again.report.compiled) == (2, 0)
+
+
+def _damage(file, how: str) -> None:
+    lines = file.read_bytes().split(b"\n", 2)
+    if how == "corrupt":
+        blob = bytearray(lines[2])
+        blob[len(blob) // 2] ^= 0xFF
+        lines[2] = bytes(blob)
+    else:
+        header = json.loads(lines[1])
+        header["key"]["environment"]["torch"] = "2.11.0"
+        lines[1] = json.dumps(header, sort_keys=True).encode()
+    file.write_bytes(b"\n".join(lines))
+
+
+@pytest.mark.parametrize("how", ["corrupt", "other torch", "other settings"])
+def test_a_file_that_does_not_check_out_is_compiled_anew_never_used(how, monkeypatch):
+    x = torch.ones(3)
+    if how == "other settings":  # a file left under the name by other settings
+        monkeypatch.setattr(artifacts, "key_name", lambda key: "one_name.bin")
+        StoredCompile(make_step(Holder(4)), dynamic=False)(torch.ones(4))
+    else:
+        cold = StoredCompile(make_step(Holder()), dynamic=False)
+        cold(x)
+        _damage(cold.file, how)
+    h = Holder()
+    stored = StoredCompile(make_step(h), dynamic=False)
+    y = stored(x)
+    assert (stored.report.loaded, stored.report.compiled) == (0, 1)
+    (note,) = stored.report.notes
+    expected = {
+        "corrupt": "variant 0 is corrupt",
+        "other torch": f"torch 2.11.0 (this is {torch.__version__})",
+        "other settings": "made for other settings: args, closure",
+    }[how]
+    assert expected in note and note.endswith("compiling anew")
+    torch.testing.assert_close(y, make_step(Holder())(x))
+    # The file was replaced: the next one loads it.
+    after = StoredCompile(make_step(Holder()), dynamic=False)
+    after(x)
+    assert (after.report.loaded, after.report.compiled, after.report.notes) == (1, 0, [])
+
+
+@pytest.mark.parametrize("missing", ["aot_compile", "caches"])
+def test_where_nothing_can_be_saved_it_is_plain_torch_compile(missing, monkeypatch, cache_dir):
+    if missing == "aot_compile":  # a torch without the facility
+        monkeypatch.delattr(torch.compiler, "load_compiled_function")
+    else:
+        monkeypatch.setattr(torch._inductor.config, "force_disable_caches", True)
+    h = Holder()
+    stored = StoredCompile(make_step(h), dynamic=False)
+    x = torch.ones(3)
+    y = stored(x)
+    reason = stored.report.fallback or ""
+    assert ("has no aot_compile" if missing == "aot_compile" else "caches are disabled") in reason
+    assert (stored.report.loaded, stored.report.compiled) == (0, 0)
+    assert not (cache_dir / "flashsac_bench_compiled").exists()
+    torch.testing.assert_close(y, make_step(Holder())(x))
+
+
+def test_torchs_aot_compile_flag_is_opened_for_the_compile(monkeypatch):
+    """torch gives a compiled function `aot_compile` only while Dynamo's enable_aot_compile is
+    on (off by default in earlier releases): the store opens it for its own calls."""
+    monkeypatch.setattr(torch._dynamo.config, "enable_aot_compile", False)
+    stored = StoredCompile(make_step(Holder()), dynamic=False)
+    stored(torch.ones(3))
+    assert (stored.report.compiled, stored.report.fallback) == (1, None)
+    assert torch._dynamo.config.enable_aot_compile is False
+
+
+def test_inputs_it_cannot_key_run_as_plain_torch_compile():
+    nested: list = [torch.ones(3)]
+    for _ in range(20):  # deeper than a key describes
+        nested = [nested]
+
+    def deep(x: torch.Tensor) -> torch.Tensor:
+        inner = nested
+        while isinstance(inner, list):
+            inner = inner[0]
+        return x + inner
+
+    stored = StoredCompile(deep, dynamic=False)
+    assert torch.equal(stored(torch.ones(3)), torch.full((3,), 2.0))
+    assert "no key for its inputs (ValueError" in (stored.report.fallback or "")
