@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flashsac_bench.cli import hydra_flags
+from flashsac_bench.cli import config_tree, hydra_flags
+from flashsac_bench.cli.config_tree import CONFIG_MODULE
 from flashsac_bench.cli.errors import UsageError, debug_enabled, describe
-
-CONFIG_MODULE = "flashsac_bench.conf"
 
 # A command's check: (one job's composed config without its `hydra` node, the job's run dir)
 # -> the checked options; a user error raises (ConfigError, UsageError, ...).
@@ -190,6 +189,7 @@ def _compose_and_check(job: Job, multirun: bool, compose: Any, name: str, check:
     try:
         cfg = compose(config_name=name, overrides=job.overrides, return_hydra_config=True)
         job.run_dir, job.sweep_dir = _output_dirs(cfg, multirun, job.index)
+        config_tree.refuse_instantiated(cfg)  # before Hydra makes its callbacks and launcher
         with open_dict(cfg):
             del cfg["hydra"]
         _check_into(job, cfg, check)
@@ -223,6 +223,7 @@ def check_command(argv: list[str], config_name: str, check: Check) -> Plan | Non
     global _checked
     _checked = None
     hydra_flags.refuse(argv)  # a flag that would read a file as code: before anything else
+    config_tree.refuse_options_outside(argv)  # a config file from outside the tree: too
     p = plan(argv, config_name, check)
     if p is not None:
         raise_invalid(p)
