@@ -11,6 +11,7 @@ skip it when it is complete, else start fresh: how an interrupted sweep is resum
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -85,6 +86,12 @@ class RunDirInUseError(ConfigError):
     label = "run dir in use"
 
 
+class RunDirLayoutError(ConfigError):
+    """A run dir whose own entries are not what a run keeps there (raised before any work)."""
+
+    label = "unusable run dir"
+
+
 @dataclass
 class ResumePlan:
     path: Path | None = None  # the checkpoint to continue from (None: start fresh)
@@ -95,6 +102,23 @@ class ResumePlan:
     # run.resume=auto starting fresh over an attempt that stopped before its first checkpoint:
     # that attempt's outputs, to be moved aside (set_aside_earlier_attempt) before this run writes
     set_aside: list[Path] = field(default_factory=list)
+    # The checkpoints beside `path` when the plan was made (name -> file_stamp): a file that is
+    # not among them under the writer lock was written since, by another run (recheck_locked).
+    seen: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def file_stamp(path: Path) -> tuple[int, ...]:
+    """What changes when a file is written again (inode, size, modification time)."""
+    st = path.stat()
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _stamps(folder: Path) -> dict[str, tuple[int, ...]]:
+    stamps = {}
+    for f in list_checkpoints(folder):
+        with contextlib.suppress(OSError):  # removed meanwhile: not there to be newer
+            stamps[f.name] = file_stamp(f)
+    return stamps
 
 
 # ---------------------------------------------------------------------------- which checkpoint
@@ -106,10 +130,13 @@ def find_checkpoint(spec: str | os.PathLike[str], *, mmap: bool = False) -> Resu
         raise ResumeError(f"run.resume={spec}: no such file or directory")
     if p.is_file():
         payload = load_checkpoint(p, mmap=mmap)
-        return ResumePlan(path=p, payload=payload, iteration=int(payload["iteration"]))
+        plan = ResumePlan(path=p, payload=payload, iteration=int(payload["iteration"]))
+        plan.seen = _stamps(p.parent)
+        return plan
     folder = checkpoint_folder(p)
     files = list_checkpoints(folder)
     named = _latest_named(folder)
+    seen = _stamps(folder)
     if not files:
         hint = f" ({LATEST_NAME} names {named.name}, which is missing)" if named else ""
         raise ResumeError(f"run.resume={spec}: no checkpoint (checkpoints/iter_*.pt) in {p}{hint}")
@@ -124,6 +151,7 @@ def find_checkpoint(spec: str | os.PathLike[str], *, mmap: bool = False) -> Resu
             problems.append(str(err))
             continue
         plan = ResumePlan(path=candidate, payload=payload, iteration=int(payload["iteration"]))
+        plan.seen = seen
         if problems:
             plan.notes.append(
                 f"newest checkpoint unusable: {'; '.join(problems)}; falling back to "
@@ -134,11 +162,24 @@ def find_checkpoint(spec: str | os.PathLike[str], *, mmap: bool = False) -> Resu
 
 
 def _latest_named(folder: Path) -> Path | None:
+    """The checkpoint latest.txt names (None without one); ResumeError naming latest.txt when
+    it cannot be read or names no checkpoint (it is written atomically: such a file was
+    written by something else)."""
+    pointer = folder / LATEST_NAME
     try:
-        name = (folder / LATEST_NAME).read_text().strip()
-    except OSError:
+        raw = pointer.read_bytes()
+    except FileNotFoundError:
         return None
-    return folder / name if re.fullmatch(r"iter_\d+\.pt", name) else None
+    except OSError as err:
+        raise ResumeError(f"cannot read {pointer}: {err.strerror or err}") from None
+    name = raw.decode("utf-8", errors="replace").strip()
+    if re.fullmatch(r"iter_\d+\.pt", name):
+        return folder / name
+    shown = name if len(name) <= 40 and name.isprintable() else f"{len(raw)} bytes"
+    raise ResumeError(
+        f"{pointer} names no checkpoint ({shown!r}, not iter_<k>.pt): it is not what a run "
+        "writes there; delete it to resume from the newest intact checkpoint"
+    )
 
 
 # ---------------------------------------------------------------------------- compatibility
@@ -277,6 +318,12 @@ def plan_resume(
     `model`: the record of the model this run's envs will step (None: not compared)."""
     spec = config.run.resume
     run_dir = Path(run_dir)
+    checkpoints = run_dir / CHECKPOINT_DIR
+    if (checkpoints.exists() or checkpoints.is_symlink()) and not checkpoints.is_dir():
+        raise RunDirLayoutError(
+            f"{checkpoints} is not a directory: a run keeps its checkpoints there; move it away "
+            "or give this run another hydra.run.dir"
+        )
     if writer := run_dir_writer(run_dir):
         raise RunDirInUseError(
             f"{writer}; a second writer would mix its files with that run's: wait for it to "
@@ -330,10 +377,14 @@ def recheck_locked(plan: ResumePlan, run_dir: Path) -> None:
             "hydra.run.dir"
         )
     if plan.path is not None and plan.path.parent == run_dir / CHECKPOINT_DIR:
-        newest = list_checkpoints(plan.path.parent)
-        if newest and newest[-1] != plan.path:
+        written = [
+            name
+            for name, stamp in _stamps(plan.path.parent).items()
+            if name > plan.path.name and plan.seen.get(name) != stamp
+        ]
+        if written:
             raise ResumeError(
-                f"{run_dir} got a newer checkpoint ({newest[-1].name}) while this run was "
+                f"{run_dir} got a newer checkpoint ({written[-1]}) while this run was "
                 f"starting from {plan.path.name}: another run wrote it; start this one again"
             )
 
