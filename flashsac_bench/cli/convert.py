@@ -148,6 +148,7 @@ def unilab_to_flashsac(
     from flashsac_bench.learner.learner import Dims, FlashSACLearner
     from flashsac_bench.runner import training_config
     from flashsac_bench.runner.checkpoint import CHECKPOINT_FORMAT, LEARNER_ONLY
+    from flashsac_bench.runner.checkpoint_tensors import check_restored
 
     arch = ui.architecture(sd)
     ui.check_architecture(arch, config.learner)
@@ -176,7 +177,7 @@ def unilab_to_flashsac(
     # The training_config every checkpoint holds.
     tc = {**training_config.static(config), **training_config.learner_fields(learner, dims)}
     update_count = int(sd["update_count"])  # checked when read (read_source)
-    return {
+    payload = {
         "format": CHECKPOINT_FORMAT,
         "kind": LEARNER_ONLY,
         "iteration": update_count,
@@ -194,6 +195,9 @@ def unilab_to_flashsac(
             "update_count": update_count,
         },
     }
+    # What the UniLab file put into the learner, checked as every loader checks a checkpoint.
+    check_restored(source, payload, ConversionError)
+    return payload
 
 
 def flashsac_to_unilab(source: Path, device_type: str) -> tuple[dict[str, Any], int]:
