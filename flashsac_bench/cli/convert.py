@@ -117,10 +117,13 @@ def _load(path: Path) -> Any:
         raise ConversionError(f"{path}: {err}") from None
 
 
-def _save(path: Path, obj: Any, overwrite: bool) -> Path:
-    """Atomic write (a temporary file, then a rename): an interruption leaves no half file."""
+def _save(path: Path, obj: Any, overwrite: bool, source: Path) -> Path:
+    """Atomic write (a temporary file, then a rename): an interruption leaves no half file.
+    Never over `source` or a run's checkpoint (cli.outputs), whatever `overwrite` says."""
+    from flashsac_bench.cli.outputs import refuse_overwriting
     from flashsac_bench.runner.writes import atomic_write
 
+    refuse_overwriting([path], [source], ConversionError, "out")
     if path.exists() and not overwrite:
         raise ConversionError(f"{path} exists; pass overwrite=true to replace it")
     if path.is_dir():
@@ -238,7 +241,7 @@ def convert(cc: ConvertConfig, composed: dict[str, Any]) -> tuple[Path, str]:
         out_obj, update_count = flashsac_to_unilab(path, cc.unilab_device)
         default = run_dir_of(path) / "unilab" / f"model_{update_count}.pt"
         out = Path(cc.out) if cc.out else default
-    return _save(out.expanduser(), out_obj, cc.overwrite), target
+    return _save(out.expanduser(), out_obj, cc.overwrite, path), target
 
 
 # ---------------------------------------------------------------------------- CLI
