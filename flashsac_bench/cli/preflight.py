@@ -24,6 +24,7 @@ from typing import Any
 
 from flashsac_bench.cli import config_tree, hydra_flags
 from flashsac_bench.cli.config_tree import CONFIG_MODULE
+from flashsac_bench.cli.environment import check_environment_paths
 from flashsac_bench.cli.errors import UsageError, debug_enabled, describe
 
 # A command's check: (one job's composed config without its `hydra` node, the job's run dir)
@@ -157,10 +158,15 @@ def _message(err: BaseException) -> str:
 def _output_dirs(cfg: Any, multirun: bool, index: int) -> tuple[Path, Path | None]:
     """(run dir, sweep dir) as Hydra will name them (a sweep job's subdir with its number)."""
     from omegaconf import OmegaConf, open_dict
+    from omegaconf.errors import InterpolationResolutionError
 
     def folder(key: str) -> Path:
         # An empty value would put the outputs into the current directory, among its files.
-        value = str(OmegaConf.select(cfg, key, default="") or "").strip()
+        try:
+            value = str(OmegaConf.select(cfg, key, default="") or "").strip()
+        except InterpolationResolutionError as err:  # ${oc.env:VAR} of a variable not set
+            detail = str(err).strip().splitlines()[0].split("resolving interpolation: ")[-1]
+            raise UsageError(f"{key} cannot be resolved: {detail}") from None
         if not value:
             raise UsageError(f"{key} is empty: name the folder the outputs go to")
         return Path(value)
@@ -203,6 +209,7 @@ def plan(argv: list[str], config_name: str, check: Check) -> Plan | None:
     if args is None:
         compose_errors(argv, config_name)
         return None
+    check_environment_paths()  # a cache folder the command would fail to create, mid-way
     from hydra import compose, initialize_config_module
 
     multirun = is_multirun(args)
