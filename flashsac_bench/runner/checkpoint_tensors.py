@@ -19,8 +19,9 @@ run.num_envs, the ring's capacity), which a resume then requires to be this run'
             actions in [-1, 1] (tanh and uniform actions are), the episode flags 0 or 1
   staging   the current obs, critic obs and dones: float32 rows of the learner's widths, one
             per env, finite
-  env       the state of run.num_envs envs (its `num_envs`, and its obs / critic_obs rows),
-            every float in it finite within MAX_ABS_STATE
+  env       the state of run.num_envs envs (its `num_envs`, one row per env in its arrays, its
+            obs / critic_obs of the learner's widths), every float in it finite within
+            MAX_ABS_STATE
 
 `check_restored` is called by runner.checkpoint.load_checkpoint, which every loader reads
 through: the CLI's preflight runs it before any run dir exists, and a refusal is one line
@@ -54,6 +55,8 @@ MAX_COUNT = 2.0**53
 LOG_TEMP_BOUND = 80.0
 # Box-Muller on the learner RNG's 24-bit uniforms draws |z| <= sqrt(-2 ln 2^-24) ~ 5.77.
 NOISE_BOUND = 6.0
+# The arrays of an env state that are not per env (the MuJoCo Warp env's metric sums).
+GLOBAL_ENV_ARRAYS = ("sums",)
 # Values of the replay rows read at a time (a walk-sized ring is GBs, memory-mapped).
 _CHUNK_ROWS = 1 << 16
 
@@ -238,7 +241,7 @@ def check_replay(replay: Any, rows: RowLayout, capacity: int) -> None:
             raise _RefusedError(f"{where} (terminated, truncated) hold flags other than 0 and 1")
 
 
-def _array(name: str, value: Any) -> torch.Tensor | None:
+def _array(value: Any) -> torch.Tensor | None:
     """`value` as a tensor when it is a numeric array (numpy or torch), else None."""
     if isinstance(value, torch.Tensor):
         return value
@@ -248,7 +251,7 @@ def _array(name: str, value: Any) -> torch.Tensor | None:
 
 
 def _rows(name: str, value: Any, num_envs: int, width: int | None) -> None:
-    t = _array(name, value)
+    t = _array(value)
     shape = (num_envs,) if width is None else (num_envs, width)
     if t is None or tuple(t.shape) != shape:
         got = "no array" if t is None else _kind(t.dtype, tuple(t.shape))
@@ -263,7 +266,7 @@ def check_staging(staging: Any, rows: RowLayout, num_envs: int) -> None:
         raise _RefusedError(f"its staging is a {type(staging).__name__}, not a mapping")
     for key, width in (("obs", rows.obs_dim), ("critic_obs", rows.critic_obs_dim), ("dones", None)):
         _rows(f"staging.{key}", staging.get(key), num_envs, width)
-        t = _array(key, staging[key])
+        t = _array(staging[key])
         assert t is not None
         if t.dtype != F32:
             raise _RefusedError(
@@ -278,8 +281,24 @@ def _floats(tree: Any, where: str) -> list[tuple[str, torch.Tensor]]:
         return [x for k, v in tree.items() for x in _floats(v, f"{where}.{k}")]
     if isinstance(tree, list | tuple):
         return [x for i, v in enumerate(tree) for x in _floats(v, f"{where}[{i}]")]
-    t = _array(where, tree)
+    t = _array(tree)
     return [(where, t)] if t is not None and t.is_floating_point() else []
+
+
+def _per_env_rows(env: dict[str, Any], num_envs: int) -> None:
+    """The arrays of an env state that says its `num_envs`: one row per env in every array at
+    its top level and in its `physics` (the G1 envs, the Gymnasium adapter), but the globals."""
+    physics = env.get("physics")
+    parts = [("env", env), *([("env.physics", physics)] if isinstance(physics, dict) else [])]
+    for where, part in parts:
+        for key, value in part.items():
+            t = _array(value)
+            if t is None or t.dim() == 0 or key in GLOBAL_ENV_ARRAYS or t.shape[0] == num_envs:
+                continue
+            raise _RefusedError(
+                f"{where}.{key} is {_kind(t.dtype, tuple(t.shape))}, a run's holds one row per "
+                f"env ({num_envs})"
+            )
 
 
 def check_env_state(env: Any, rows: RowLayout, num_envs: int) -> None:
@@ -289,11 +308,13 @@ def check_env_state(env: Any, rows: RowLayout, num_envs: int) -> None:
         return
     if not isinstance(env, dict):
         raise _RefusedError(f"its env state is a {type(env).__name__}, not a mapping")
-    if "num_envs" in env and env["num_envs"] != num_envs:
-        raise _RefusedError(
-            f"its env state is for num_envs={env['num_envs']!r} envs, its config's run.num_envs "
-            f"is {num_envs}"
-        )
+    if "num_envs" in env:
+        if env["num_envs"] != num_envs:
+            raise _RefusedError(
+                f"its env state is for num_envs={env['num_envs']!r} envs, its config's "
+                f"run.num_envs is {num_envs}"
+            )
+        _per_env_rows(env, num_envs)
     for key, width in (("obs", rows.obs_dim), ("critic_obs", rows.critic_obs_dim)):
         if key in env:
             _rows(f"env.{key}", env[key], num_envs, width)

@@ -108,6 +108,7 @@ CRAFTED_TENSORS = [
     ("extra tensor", lambda p: _tensors(p).update(x=torch.ones(1)), "unexpected x"),
     ("env of 8 envs", lambda p: p["env"].update(num_envs=8), "env state is for num_envs=8 envs"),
     ("env obs rows", lambda p: p["env"].update(obs=p["env"]["obs"][:2]), "env.obs is float32"),
+    ("env rows", lambda p: p["env"].update(action=p["env"]["action"][:2]), "env.action is float64"),
     ("staging rows", lambda p: p["staging"].update(dones=p["staging"]["dones"][:1]), "dones"),
 ]
 
