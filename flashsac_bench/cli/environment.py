@@ -5,9 +5,10 @@ imported, and every command gets there (a training run's first update, even on t
 goes through torch.func; export traces; evaluate and convert build a learner): a folder that
 cannot be created would end the command half-way with a traceback. So every command checks,
 before anything else, that each folder of CACHE_VARS that the environment sets can be created
-and written (cli.train.probe_writable: it creates nothing), and refuses in one line naming the
-variable. The run dir (`hydra.run.dir`, also one given through `${oc.env:...}`) is checked
-with the job (cli.train.check_job).
+and written (cli.writable.probe_writable: it creates nothing; how much room a cache needs is the
+compiler's business), and refuses in one line naming the variable. The run dir
+(`hydra.run.dir`, also one given through `${oc.env:...}`) is checked with the job
+(cli.preflight, cli.train.check_job).
 """
 
 from __future__ import annotations
@@ -32,13 +33,13 @@ class EnvironmentPathError(ConfigError):
 def check_environment_paths(environ: Mapping[str, str] = os.environ) -> None:
     """EnvironmentPathError (one line, naming the variable) for a folder of CACHE_VARS that the
     environment sets and that cannot be created or written."""
-    from flashsac_bench.cli.train import probe_writable
+    from flashsac_bench.cli.writable import probe_writable
 
     for var, what in CACHE_VARS.items():
         value = environ.get(var, "")
         if not value:  # unset, or empty: torch's default, or the working directory
             continue
-        problem = probe_writable(Path(value).expanduser())
+        problem = probe_writable(Path(value).expanduser(), min_free=0)
         if problem:
             raise EnvironmentPathError(
                 f"{var}={value} ({what}): {problem.replace('the run dir', 'the folder')}; set it "

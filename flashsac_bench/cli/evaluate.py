@@ -346,9 +346,9 @@ def _check(ec: EvalConfig) -> None:
     a readable one whose tensors fit its config and whose control rate the render_fps divides,
     and out_dir can be written."""
     from flashsac_bench.cli.runtime_checks import check_stored_model
-    from flashsac_bench.cli.train import probe_writable
+    from flashsac_bench.cli.writable import probe_writable
+    from flashsac_bench.config.acting import acting_config
     from flashsac_bench.config.hardware import HardwareConfig
-    from flashsac_bench.config.stored import acting_config
     from flashsac_bench.evaluation.trained import load_trained_learner
 
     try:

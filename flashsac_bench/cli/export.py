@@ -180,7 +180,7 @@ def output_dir(checkpoint: str | Path, out_dir: str | Path | None, onnx: str) ->
     """Where the policy files go (default: <run dir>/export); raises ConfigError for an onnx
     option that cannot be honoured, naming the file it would have written."""
     from flashsac_bench.cli.outputs import refuse_overwriting
-    from flashsac_bench.cli.train import probe_writable
+    from flashsac_bench.cli.writable import probe_writable
 
     if onnx not in ONNX_MODES:
         raise ConfigError(f"onnx must be auto, true or false, got {onnx!r}")

@@ -13,14 +13,10 @@ resume read it back (`upgrade_stored_config` first, then config.to_config). What
 
 from __future__ import annotations
 
-import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flashsac_bench.config.backend import BACKENDS, BackendConfig
 from flashsac_bench.config.errors import ConfigError
-
-if TYPE_CHECKING:
-    from flashsac_bench.config.root import Config
 
 # Keys that became other options: a command that still names one is told where it went, and a
 # stored config with one reads as that option.
@@ -67,27 +63,6 @@ def upgrade_stored_config(composed: dict[str, Any]) -> dict[str, Any]:
             if BackendConfig.owning(f"backend.{key}") not in (None, name):
                 del backend[key]
     return composed
-
-
-# The matmul dtypes a trained policy can act in ('checkpoint': the training dtype).
-ACTING_DTYPES = ("float32", "bfloat16")
-
-
-def acting_config(payload: dict[str, Any], device: str = "cpu", dtype: str = "float32") -> Config:
-    """A checkpoint's composed config, typed for acting: eager path (a cudagraph run's config is
-    invalid on a CPU), the given device / matmul dtype ('checkpoint': the training dtype). What
-    the checkpoint's tensors are checked against, and what evaluate and export act with."""
-    from flashsac_bench.config.root import to_config
-
-    composed = upgrade_stored_config(copy.deepcopy(payload["config"]))
-    if dtype == "checkpoint":
-        dtype = payload.get("training_config", {}).get("dtype", "float32")
-    if dtype not in ACTING_DTYPES:
-        raise ValueError(f"dtype must be float32, bfloat16 or checkpoint, got {dtype!r}")
-    composed["path"] = {"name": "eager"}
-    composed["hardware"] = {"name": "eval", "device": device, "dtype": dtype}
-    composed.setdefault("run", {})["resume"] = None
-    return to_config(composed)
 
 
 def removed_key_hint(key: str) -> str | None:

@@ -2,7 +2,7 @@
 
 What evaluate, export and convert share: `read_checkpoint` (a file, run dir or checkpoints dir,
 memory-mapped; read weights-only, CRC-checked, its learner finite: runner.checkpoint),
-`acting_config` (config.stored: the training config with an eager path and the acting device
+`acting_config` (config.acting: the training config with an eager path and the acting device
 and dtype), `load_trained_learner` (a learner holding the checkpoint's learner state; a
 checkpoint whose config does not fit its tensors, or whose policy does not act on a probe batch
 (runner.checkpoint_probe), is refused in one line) and `trained_task` (the task config with the
@@ -23,8 +23,8 @@ from typing import Any
 import torch
 
 from flashsac_bench.config import Config, ConfigError
+from flashsac_bench.config.acting import ACTING_DTYPES, acting_config
 from flashsac_bench.config.path import PathConfig
-from flashsac_bench.config.stored import ACTING_DTYPES, acting_config
 from flashsac_bench.config.task import BaseTaskConfig, TaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from flashsac_bench.config.acting import acting_config
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.learner import LearnerConfig
-from flashsac_bench.config.stored import acting_config
 from flashsac_bench.learner.networks import actor_layouts, critic_layouts, temperature_layout
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.learner.state import METRICS
