@@ -36,6 +36,7 @@ from flashsac_bench.config.values import require_no_interpolation
 from flashsac_bench.runner.checkpoint_tensors import check_restored
 from flashsac_bench.runner.torch_files import (
     MalformedValueError,
+    file_identity,
     from_plain,
     non_finite,
     safe_load,
@@ -179,6 +180,8 @@ def check_finite_learner(path: Path, payload: dict[str, Any]) -> None:
 
 # A model's files are named relative to the MJCF's folder.
 _FILE_NAME = "stored model file"
+# The files (by torch_files.file_identity) whose restored tensors this process has checked.
+_tensors_checked: set[tuple[int, ...]] = set()
 
 
 def check_payload(path: Path, payload: dict[str, Any]) -> None:
@@ -205,7 +208,10 @@ def check_payload(path: Path, payload: dict[str, Any]) -> None:
     ):
         raise CheckpointError(f"{path}: its logger state is not a mapping of names")
     _check_dims(path, payload["learner"])
-    check_restored(path, payload, CheckpointError)
+    identity = file_identity(path)
+    if identity not in _tensors_checked:  # the preflight and the run share one pass over it
+        check_restored(path, payload, CheckpointError)
+        _tensors_checked.add(identity)
 
 
 def _check_rows(path: Path, rows: Any, iteration: int) -> None:

@@ -15,13 +15,17 @@ run.num_envs, the ring's capacity), which a resume then requires to be this run'
             within learner.zeta_max, reward statistics within MAX_ABS_STATE (their variance
             its square, sizes >= 0)
   replay    [rows, width] float32 of the learner's row width, no more rows than the ring
-            holds, its cursor inside them; every value finite within MAX_ABS_STATE, the
+            holds, its cursor inside them; every finite value within MAX_ABS_STATE, the
             actions in [-1, 1] (tanh and uniform actions are), the episode flags 0 or 1
   staging   the current obs, critic obs and dones: float32 rows of the learner's widths, one
-            per env, finite
+            per env, every finite value within MAX_ABS_STATE
   env       the state of run.num_envs envs (its `num_envs`, one row per env in its arrays, its
-            obs / critic_obs of the learner's widths), every float in it finite within
-            MAX_ABS_STATE
+            obs / critic_obs of the learner's widths), every finite float within MAX_ABS_STATE
+
+NaN / inf in the replay rows, staging and env state are a run's own: an env may hand on a row
+it could not compute, and the learner's finite guard skips every update that samples it (the
+runner's not-learning rule then ends the run, runner.stopping). A finite value past any sense
+passes that guard and would make the learner's weights NaN, so it is refused.
 
 `check_restored` is called by runner.checkpoint.load_checkpoint, which every loader reads
 through: the CLI's preflight runs it before any run dir exists, and a refusal is one line
@@ -58,7 +62,7 @@ NOISE_BOUND = 6.0
 # The arrays of an env state that are not per env (the MuJoCo Warp env's metric sums).
 GLOBAL_ENV_ARRAYS = ("sums",)
 # Values of the replay rows read at a time (a walk-sized ring is GBs, memory-mapped).
-_CHUNK_ROWS = 1 << 16
+_CHUNK_ROWS = 1 << 13
 
 F32, F64, I64 = torch.float32, torch.float64, torch.int64
 
@@ -143,12 +147,20 @@ def _shown(values: torch.Tensor) -> str:
     return f"{first:g}" if values.numel() == 1 else f"{first:g} (and {values.numel() - 1} more)"
 
 
-def _out_of_range(name: str, t: torch.Tensor, low: float, high: float, what: str) -> None:
-    """_RefusedError naming `name` when a value of `t` is NaN / inf or outside [low, high]."""
-    values = t.detach().double()
-    if not bool(torch.isfinite(values).all()):
-        bad = int((~torch.isfinite(values)).sum())
-        raise _RefusedError(f"{name} holds {bad} non-finite values ({what})")
+def _out_of_range(
+    name: str, t: torch.Tensor, low: float, high: float, what: str, non_finite_ok: bool = False
+) -> None:
+    """_RefusedError naming `name` when a value of `t` is outside [low, high], or NaN / inf
+    (unless `non_finite_ok`: rows a run may hold, see the module docstring)."""
+    values = t.detach()
+    if values.dtype not in (torch.float32, torch.float64):
+        values = values.double()  # integers exactly; float16 / bfloat16 widened
+    finite = torch.isfinite(values)
+    if not bool(finite.all()):
+        if not non_finite_ok:
+            bad = int((~finite).sum())
+            raise _RefusedError(f"{name} holds {bad} non-finite values ({what})")
+        values = torch.where(finite, values, torch.zeros((), dtype=values.dtype))
     if values.numel() == 0:
         return
     if low == -high and float(values.abs().max()) > high:
@@ -164,7 +176,13 @@ def _out_of_range(name: str, t: torch.Tensor, low: float, high: float, what: str
 def _check_tensor(name: str, t: Any, spec: Spec) -> None:
     if not isinstance(t, torch.Tensor):
         raise _RefusedError(f"{name} is a {type(t).__name__}, not a tensor")
-    if tuple(t.shape) != spec.shape or t.dtype != spec.dtype:
+    if tuple(t.shape) != spec.shape:
+        raise _RefusedError(
+            f"its config does not match its learner tensors: {name} is "
+            f"{_kind(t.dtype, tuple(t.shape))}, its config's is {_kind(spec.dtype, spec.shape)} "
+            f"({spec.what})"
+        )
+    if t.dtype != spec.dtype:
         raise _RefusedError(
             f"{name} is {_kind(t.dtype, tuple(t.shape))}, a run's is "
             f"{_kind(spec.dtype, spec.shape)} ({spec.what})"
@@ -234,7 +252,7 @@ def check_replay(replay: Any, rows: RowLayout, capacity: int) -> None:
     for start in range(0, count, _CHUNK_ROWS):
         chunk = storage[start : start + _CHUNK_ROWS]
         where = f"replay rows {start}..{start + chunk.shape[0] - 1}"
-        _out_of_range(where, chunk, -MAX_ABS_STATE, MAX_ABS_STATE, "stored transitions")
+        _out_of_range(where, chunk, -MAX_ABS_STATE, MAX_ABS_STATE, "stored transitions", True)
         _out_of_range(f"{where} (actions)", chunk[:, a:b], -1.0, 1.0, "actions")
         flag = chunk[:, flags]
         if bool(((flag != 0) & (flag != 1)).any()):
@@ -272,7 +290,7 @@ def check_staging(staging: Any, rows: RowLayout, num_envs: int) -> None:
             raise _RefusedError(
                 f"staging.{key} is {_kind(t.dtype, tuple(t.shape))}, a run's is float32"
             )
-        _out_of_range(f"staging.{key}", t, -MAX_ABS_STATE, MAX_ABS_STATE, "observations")
+        _out_of_range(f"staging.{key}", t, -MAX_ABS_STATE, MAX_ABS_STATE, "observations", True)
 
 
 def _floats(tree: Any, where: str) -> list[tuple[str, torch.Tensor]]:
@@ -319,7 +337,7 @@ def check_env_state(env: Any, rows: RowLayout, num_envs: int) -> None:
         if key in env:
             _rows(f"env.{key}", env[key], num_envs, width)
     for name, t in _floats(env, "env"):
-        _out_of_range(name, t, -MAX_ABS_STATE, MAX_ABS_STATE, "env state")
+        _out_of_range(name, t, -MAX_ABS_STATE, MAX_ABS_STATE, "env state", True)
 
 
 # ---------------------------------------------------------------------------- the checkpoint
@@ -343,4 +361,4 @@ def check_restored(path: Path, payload: dict[str, Any], error: type[Exception]) 
         check_staging(payload.get("staging"), rows, n)
         check_env_state(payload.get("env"), rows, n)
     except _RefusedError as err:
-        raise error(f"{path}: {err}: a run of its config cannot continue or act on it") from None
+        raise error(f"{path}: {err}") from None

@@ -98,7 +98,8 @@ CRAFTED_TENSORS = [
     (
         "noise of another width",
         lambda p: _tensors(p).update({"explore.noise": torch.zeros(4, 30)}),
-        "learner.explore.noise is float32 [4, 30], a run's is float32 [4, 29]",
+        "does not match its learner tensors: learner.explore.noise is float32 [4, 30], its "
+        "config's is float32 [4, 29]",
     ),
     ("noise of 1e6", lambda p: _tensors(p)["explore.noise"].fill_(1e6), "explore.noise holds"),
     ("negative moments", lambda p: _tensors(p)["critic.adam.exp_avg_sq"].fill_(-1.0), ">= 0"),
