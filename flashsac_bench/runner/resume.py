@@ -38,6 +38,7 @@ from flashsac_bench.runner.checkpoint import (
 from flashsac_bench.runner.checkpoint_probe import probe_payload
 from flashsac_bench.runner.liveness import HEARTBEAT_NAME, run_dir_writer
 from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
+from flashsac_bench.runner.torch_files import file_identity
 from flashsac_bench.runner.writes import move_aside
 
 log = logging.getLogger("flashsac_bench.runner")
@@ -102,22 +103,16 @@ class ResumePlan:
     # run.resume=auto starting fresh over an attempt that stopped before its first checkpoint:
     # that attempt's outputs, to be moved aside (set_aside_earlier_attempt) before this run writes
     set_aside: list[Path] = field(default_factory=list)
-    # The checkpoints beside `path` when the plan was made (name -> file_stamp): a file that is
-    # not among them under the writer lock was written since, by another run (recheck_locked).
+    # The checkpoints beside `path` when the plan was made (name -> file_identity): a file that
+    # is not among them under the writer lock was written since, by another run (recheck_locked).
     seen: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
-def file_stamp(path: Path) -> tuple[int, ...]:
-    """What changes when a file is written again (inode, size, modification time)."""
-    st = path.stat()
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 def _stamps(folder: Path) -> dict[str, tuple[int, ...]]:
-    stamps = {}
+    stamps: dict[str, tuple[int, ...]] = {}
     for f in list_checkpoints(folder):
         with contextlib.suppress(OSError):  # removed meanwhile: not there to be newer
-            stamps[f.name] = file_stamp(f)
+            stamps[f.name] = file_identity(f)
     return stamps
 
 
@@ -359,10 +354,36 @@ def plan_resume(
             f"{config.run.iterations} iterations), nothing to do"
         )
         return plan
+    _refuse_overwriting_checkpoints(plan, run_dir, rewinds=source.is_file())
     check_compatible(plan, config, training_config, model)
     if problem := probe_payload(plan.payload or {}, config.learner):
         raise ResumeError(f"{plan.path}: {problem}")
     return plan
+
+
+def _refuse_overwriting_checkpoints(plan: ResumePlan, run_dir: Path, rewinds: bool) -> None:
+    """A resume writes its checkpoints into run_dir/checkpoints and prunes the oldest there: it
+    must not be another run's folder, nor (`rewinds`: a checkpoint file named explicitly) hold
+    checkpoints newer than the one it continues from, which it would write over. Newer files a
+    run dir's resume skipped as unreadable are no run's to keep."""
+    assert plan.path is not None
+    own = run_dir / CHECKPOINT_DIR
+    held = list_checkpoints(own)
+    if plan.path.parent.resolve() != own.resolve():
+        if held:
+            raise RunDirInUseError(
+                f"{run_dir} holds another run's checkpoints ({len(held)}, newest {held[-1].name}), "
+                f"which this run's would be mixed with and prune: continue that run with "
+                f"run.resume={run_dir}, or give this one another hydra.run.dir"
+            )
+        return
+    newer = [f.name for f in held if f.name > plan.path.name]
+    if rewinds and newer:
+        raise RunDirInUseError(
+            f"run.resume={plan.path} would continue {run_dir} from an older checkpoint and write "
+            f"over its newer ones ({', '.join(newer)}): continue from the newest with "
+            f"run.resume={run_dir}, or give this run another hydra.run.dir"
+        )
 
 
 def recheck_locked(plan: ResumePlan, run_dir: Path) -> None:

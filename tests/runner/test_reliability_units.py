@@ -39,6 +39,7 @@ from flashsac_bench.runner.resume import (
     RESUME_MAY_CHANGE,
     ResumeError,
     ResumePlan,
+    RunDirInUseError,
     RunDirLayoutError,
     check_compatible,
     config_differences,
@@ -273,6 +274,20 @@ def test_through_the_cli_each_is_one_line_without_a_traceback(three_checkpoints,
         assert "Traceback" not in proc.stderr and os.path.isfile(run / CHECKPOINT_DIR) == (
             run == file_dir
         )
+
+
+def test_a_resume_never_writes_over_another_runs_checkpoints(three_checkpoints, tmp_path):
+    """Continuing run A into run B's dir would mix B's checkpoints with A's and prune them;
+    continuing A from an older checkpoint in place would write over its newer ones."""
+    a = _copy_run(three_checkpoints, tmp_path / "a")
+    b = _copy_run(three_checkpoints, tmp_path / "b")
+    before = {p: p.read_bytes() for p in (b / CHECKPOINT_DIR).iterdir()}
+    with pytest.raises(RunDirInUseError, match=f"{b} holds another run's checkpoints \\(3"):
+        train(tiny_config(iterations=14, resume=str(a)), run_dir=b, env_factory=_factory)
+    assert {p: p.read_bytes() for p in (b / CHECKPOINT_DIR).iterdir()} == before
+    older = checkpoint_path(a, 4)
+    with pytest.raises(RunDirInUseError, match="write over its newer ones .iter_0000008.pt, iter_"):
+        train(tiny_config(iterations=14, resume=str(older)), run_dir=a, env_factory=_factory)
 
 
 def test_latest_txt_is_replaced_atomically(tmp_path, monkeypatch):
