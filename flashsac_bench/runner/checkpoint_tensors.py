@@ -59,8 +59,9 @@ MAX_COUNT = 2.0**53
 LOG_TEMP_BOUND = 80.0
 # Box-Muller on the learner RNG's 24-bit uniforms draws |z| <= sqrt(-2 ln 2^-24) ~ 5.77.
 NOISE_BOUND = 6.0
-# The arrays of an env state that are not per env (the MuJoCo Warp env's metric sums).
-GLOBAL_ENV_ARRAYS = ("sums",)
+# The arrays of an env state that are not per env: the MuJoCo Warp env's global state (its
+# curriculum and metric sums, envs.g1_warp; tests/runner/test_warp_runs.py resumes one).
+GLOBAL_ENV_ARRAYS = ("penalty_scale", "mean_episode_length", "sums")
 # Values of the replay rows read at a time (a walk-sized ring is GBs, memory-mapped).
 _CHUNK_ROWS = 1 << 13
 
@@ -119,11 +120,9 @@ def learner_specs(cfg: LearnerConfig, dims: tuple[int, int, int], num_envs: int)
         (temp,), F32, -LOG_TEMP_BOUND, LOG_TEMP_BOUND, "log temperature"
     )
     for net, n in (("actor", actor_p.numel), ("critic", critic_p.numel), ("temperature", temp)):
-        shape = (n,)
-        specs[f"{net}.adam.exp_avg"] = Spec(
-            shape, F32, -MAX_ABS_STATE, MAX_ABS_STATE, "Adam moments"
-        )
-        specs[f"{net}.adam.exp_avg_sq"] = Spec(shape, F32, 0.0, MAX_ABS_STATE, "Adam moments")
+        moments = "Adam moments"
+        specs[f"{net}.adam.exp_avg"] = Spec((n,), F32, -MAX_ABS_STATE, MAX_ABS_STATE, moments)
+        specs[f"{net}.adam.exp_avg_sq"] = Spec((n,), F32, 0.0, MAX_ABS_STATE, moments)
         specs[f"{net}.adam.step"] = _count(F32)
     for net in ("critic", "actor"):
         specs[f"{net}.sched_step"] = _count(F32)
