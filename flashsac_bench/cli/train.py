@@ -220,7 +220,7 @@ def _continue_hint(runner: Runner) -> str:
     """Where the run can continue from: its last checkpoint and the command, or that none was
     written."""
     from flashsac_bench.runner.liveness import last_checkpoint
-    from flashsac_bench.runner.resume import resume_command
+    from flashsac_bench.runner.resume_commands import resume_command
 
     ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
     source = runner.run_dir if ckpt else runner.state.resumed_from
@@ -306,7 +306,7 @@ def _after_sweep_interrupt(plan: preflight.Plan | None, argv: list[str]) -> None
     if plan is None or not plan.multirun:
         return
     from flashsac_bench.analysis import sweep_callback as callbacks
-    from flashsac_bench.runner.resume import sweep_resume_command
+    from flashsac_bench.runner.resume_commands import sweep_resume_command
 
     sweep_dir = callbacks.current_sweep_dir or plan.sweep_dir
     if sweep_dir is None:

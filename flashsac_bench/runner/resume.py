@@ -4,9 +4,11 @@ A checkpoint continues bit for bit only under the config that wrote it. `check_c
 compares the whole composed config with the checkpoint's and names every differing key that is
 not in RESUME_MAY_CHANGE (the single list of keys a resume may change; README "Reliability").
 `find_checkpoint` loads the newest intact checkpoint of a run dir, falling back (with a
-warning naming both) when the newest is missing or unreadable. `plan_resume` puts it together
-for the runner, including `run.resume=auto` (continue this run dir if it has a checkpoint,
-skip it when it is complete, else start fresh: how an interrupted sweep is resumed).
+warning naming every file it could not read) when the newest is missing or unreadable.
+`plan_resume` puts it together for the runner, including `run.resume=auto` (continue this run
+dir if it has a checkpoint, skip it when it is complete, else start fresh: how an interrupted
+sweep is resumed), and refuses a resume that would write over another run's checkpoints or
+its own newer ones. The commands that continue a run: runner.resume_commands.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import copy
 import logging
 import os
 import re
-import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,13 @@ from flashsac_bench.runner.checkpoint import (
 )
 from flashsac_bench.runner.checkpoint_probe import probe_payload
 from flashsac_bench.runner.liveness import HEARTBEAT_NAME, run_dir_writer
+from flashsac_bench.runner.resume_commands import AUTO
 from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
 from flashsac_bench.runner.torch_files import file_identity
 from flashsac_bench.runner.writes import move_aside
 
 log = logging.getLogger("flashsac_bench.runner")
 
-AUTO = "auto"
 
 # The only keys a resume may change. Each leaves every computed number as it was: they decide
 # how long the run goes on, what is logged and summarized, and when checkpoints are written.
@@ -458,57 +459,3 @@ def set_aside_earlier_attempt(plan: ResumePlan, run_dir: Path) -> Path | None:
     dest = move_aside(plan.set_aside, run_dir, "earlier_attempt_")
     plan.set_aside = []
     return dest
-
-
-# ---------------------------------------------------------------------------- commands
-_PLAIN = re.compile(r"[A-Za-z0-9_./:@+-]+")
-
-
-def hydra_value(text: str) -> str:
-    """A value as a Hydra override can hold it (quoted when it has , = spaces ...)."""
-    if _PLAIN.fullmatch(text):
-        return text
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _without(overrides: list[str], *keys: str) -> list[str]:
-    out = []
-    for o in overrides:
-        key = o.split("=", 1)[0].lstrip("+~")
-        if key not in keys:
-            out.append(o)
-    return out
-
-
-def resume_command(command: dict[str, Any], run_dir: Path, source: Path | None = None) -> str:
-    """The exact command that continues this run (from `source`, default its own latest
-    checkpoint) in its own run dir."""
-    overrides = command.get("overrides")
-    src = str(source or run_dir)
-    if overrides is None:  # called through the API, not the CLI
-        return f"train(config with run.resume={src!r}, run_dir={str(run_dir)!r})"
-    kept = _without(list(overrides), "run.resume", "hydra.run.dir")
-    args = [*kept, f"run.resume={hydra_value(src)}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
-    return shlex.join(["python", "-m", "flashsac_bench", *args])
-
-
-def restart_command(command: dict[str, Any], run_dir: Path) -> str:
-    """The exact command that starts a run again in its own run dir, whatever an earlier attempt
-    left there (run.resume=auto: continue from a checkpoint if there is one, else start over,
-    the earlier attempt's files set aside)."""
-    overrides = command.get("overrides")
-    if overrides is None:  # called through the API, not the CLI
-        return f"train(config with run.resume={AUTO!r}, run_dir={str(run_dir)!r})"
-    kept = _without(list(overrides), "run.resume", "hydra.run.dir")
-    args = [*kept, f"run.resume={AUTO}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
-    return shlex.join(["python", "-m", "flashsac_bench", *args])
-
-
-def sweep_resume_command(argv: list[str], sweep_dir: Path) -> str:
-    """The exact command that resumes a sweep: the same sweep into the same dir, every job with
-    run.resume=auto (continue from its checkpoint, skip when complete, else start)."""
-    args = [a for a in argv if a not in ("-m", "--multirun", "--debug")]
-    kept = _without(args, "run.resume", "hydra.sweep.dir")
-    target = hydra_value(str(sweep_dir))
-    cmd = ["python", "-m", "flashsac_bench", "-m", *kept]
-    return shlex.join([*cmd, f"hydra.sweep.dir={target}", f"run.resume={AUTO}"])
