@@ -117,10 +117,13 @@ def _load(path: Path) -> Any:
         raise ConversionError(f"{path}: {err}") from None
 
 
-def _save(path: Path, obj: Any, overwrite: bool) -> Path:
-    """Atomic write (a temporary file, then a rename): an interruption leaves no half file."""
+def _save(path: Path, obj: Any, overwrite: bool, source: Path) -> Path:
+    """Atomic write (a temporary file, then a rename): an interruption leaves no half file.
+    Never over `source` or a run's checkpoint (cli.outputs), whatever `overwrite` says."""
+    from flashsac_bench.cli.outputs import refuse_overwriting
     from flashsac_bench.runner.writes import atomic_write
 
+    refuse_overwriting([path], [source], ConversionError, "out")
     if path.exists() and not overwrite:
         raise ConversionError(f"{path} exists; pass overwrite=true to replace it")
     if path.is_dir():
@@ -148,6 +151,7 @@ def unilab_to_flashsac(
     from flashsac_bench.learner.learner import Dims, FlashSACLearner
     from flashsac_bench.runner import training_config
     from flashsac_bench.runner.checkpoint import CHECKPOINT_FORMAT, LEARNER_ONLY
+    from flashsac_bench.runner.checkpoint_tensors import check_restored
 
     arch = ui.architecture(sd)
     ui.check_architecture(arch, config.learner)
@@ -176,7 +180,7 @@ def unilab_to_flashsac(
     # The training_config every checkpoint holds.
     tc = {**training_config.static(config), **training_config.learner_fields(learner, dims)}
     update_count = int(sd["update_count"])  # checked when read (read_source)
-    return {
+    payload = {
         "format": CHECKPOINT_FORMAT,
         "kind": LEARNER_ONLY,
         "iteration": update_count,
@@ -194,6 +198,9 @@ def unilab_to_flashsac(
             "update_count": update_count,
         },
     }
+    # What the UniLab file put into the learner, checked as every loader checks a checkpoint.
+    check_restored(source, payload, ConversionError)
+    return payload
 
 
 def flashsac_to_unilab(source: Path, device_type: str) -> tuple[dict[str, Any], int]:
@@ -234,7 +241,7 @@ def convert(cc: ConvertConfig, composed: dict[str, Any]) -> tuple[Path, str]:
         out_obj, update_count = flashsac_to_unilab(path, cc.unilab_device)
         default = run_dir_of(path) / "unilab" / f"model_{update_count}.pt"
         out = Path(cc.out) if cc.out else default
-    return _save(out.expanduser(), out_obj, cc.overwrite), target
+    return _save(out.expanduser(), out_obj, cc.overwrite, path), target
 
 
 # ---------------------------------------------------------------------------- CLI

@@ -102,7 +102,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
 
     from flashsac_bench.envs import TaskEnv, make_env
     from flashsac_bench.envs.api import VecEnv
-    from flashsac_bench.evaluation.trained import load_trained_learner, run_dir_of, trained_task
+    from flashsac_bench.evaluation.trained import load_trained_learner, trained_task
     from flashsac_bench.runner.summary import git_info, write_json
 
     device = _device(ec.device)
@@ -113,7 +113,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     g1 = isinstance(cfg.task, TaskConfig)  # else a Gymnasium env: no G1 metrics, goals, camera
     if ec.render and isinstance(cfg.task, TaskConfig):
         frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
-    out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(trained.checkpoint)
+    out_dir = output_dir(ec, trained.checkpoint)
     num_envs = min(ec.num_envs, ec.episodes)
     backend = _eval_backend(cfg, ec, num_envs)
 
@@ -306,6 +306,19 @@ def _device(device: str) -> str:
 EVAL_FILES = (EVAL_NAME, GIF_NAME, STRIP_NAME)
 
 
+def output_dir(ec: EvalConfig, checkpoint: Path) -> Path:
+    """Where the evaluation goes (default: the checkpoint's run dir); ConfigError when one of its
+    files would be the checkpoint itself or a run's checkpoint file (cli.outputs)."""
+    from flashsac_bench.cli.outputs import refuse_overwriting
+    from flashsac_bench.evaluation.trained import run_dir_of
+
+    out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(checkpoint)
+    refuse_overwriting(
+        [out_dir / name for name in EVAL_FILES], [checkpoint], ConfigError, "out_dir"
+    )
+    return out_dir
+
+
 def keep_earlier_evaluation(out_dir: Path) -> Path | None:
     """Move an earlier evaluation's files in out_dir into out_dir/eval_earlier_<k>/ (k: the
     first free number); the folder, or None when there was none."""
@@ -333,9 +346,10 @@ def _check(ec: EvalConfig) -> None:
     a readable one whose tensors fit its config and whose control rate the render_fps divides,
     and out_dir can be written."""
     from flashsac_bench.cli.runtime_checks import check_stored_model
-    from flashsac_bench.cli.train import probe_writable
+    from flashsac_bench.cli.writable import probe_writable
+    from flashsac_bench.config.acting import acting_config
     from flashsac_bench.config.hardware import HardwareConfig
-    from flashsac_bench.evaluation.trained import acting_config, load_trained_learner, run_dir_of
+    from flashsac_bench.evaluation.trained import load_trained_learner
 
     try:
         HardwareConfig(name="eval", device=ec.device).check_available()
@@ -360,7 +374,7 @@ def _check(ec: EvalConfig) -> None:
             frame_stride(cfg.task.ctrl_dt, ec.render_fps)
         except ValueError as err:
             raise ConfigError(str(err)) from None
-    out_dir = Path(ec.out_dir) if ec.out_dir else run_dir_of(path)
+    out_dir = output_dir(ec, path)
     if problem := probe_writable(out_dir):
         raise ConfigError(problem.replace("the run dir", "out_dir"))
     if wandb_state(ec, payload, cfg) is not None:

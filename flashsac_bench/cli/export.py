@@ -179,11 +179,15 @@ def export_checkpoint(
 def output_dir(checkpoint: str | Path, out_dir: str | Path | None, onnx: str) -> Path:
     """Where the policy files go (default: <run dir>/export); raises ConfigError for an onnx
     option that cannot be honoured, naming the file it would have written."""
-    from flashsac_bench.cli.train import probe_writable
+    from flashsac_bench.cli.outputs import refuse_overwriting
+    from flashsac_bench.cli.writable import probe_writable
 
     if onnx not in ONNX_MODES:
         raise ConfigError(f"onnx must be auto, true or false, got {onnx!r}")
-    out = Path(out_dir) if out_dir else run_dir_of(resolve_resume_path(checkpoint)) / "export"
+    source = resolve_resume_path(checkpoint)
+    out = Path(out_dir) if out_dir else run_dir_of(source) / "export"
+    names = (TORCHSCRIPT_NAME, ONNX_NAME, META_NAME)
+    refuse_overwriting([out / n for n in names], [source], ConfigError, "out_dir")
     if problem := probe_writable(out):
         raise ConfigError(problem.replace("the run dir", "out_dir"))
     if onnx == "true" and not onnx_available():

@@ -61,7 +61,7 @@ def parser_flags() -> dict[str, list[str]]:
     return {a.dest: list(a.option_strings) for a in get_args_parser()._actions}
 
 
-def _parse(argv: list[str]) -> Any | None:
+def parse_args(argv: list[str]) -> Any | None:
     """Hydra's parse of `argv`; None when Hydra's parser refuses it (Hydra then says why, and
     runs nothing)."""
     from hydra._internal.utils import get_args_parser
@@ -85,7 +85,7 @@ def _is_set(args: Any, dest: str) -> bool:
 def refuse(argv: list[str]) -> None:
     """UsageError (one line) for a flag or override of `argv` that reads a file as code or
     configs from elsewhere, or a flag this module does not know."""
-    args = _parse(argv)
+    args = parse_args(argv)
     if args is None:
         return
     flags = parser_flags()

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flashsac_bench.cli import hydra_flags
+from flashsac_bench.cli import config_tree, hydra_flags
+from flashsac_bench.cli.config_tree import CONFIG_MODULE
+from flashsac_bench.cli.environment import check_environment_paths
 from flashsac_bench.cli.errors import UsageError, debug_enabled, describe
-
-CONFIG_MODULE = "flashsac_bench.conf"
 
 # A command's check: (one job's composed config without its `hydra` node, the job's run dir)
 # -> the checked options; a user error raises (ConfigError, UsageError, ...).
@@ -158,10 +158,15 @@ def _message(err: BaseException) -> str:
 def _output_dirs(cfg: Any, multirun: bool, index: int) -> tuple[Path, Path | None]:
     """(run dir, sweep dir) as Hydra will name them (a sweep job's subdir with its number)."""
     from omegaconf import OmegaConf, open_dict
+    from omegaconf.errors import InterpolationResolutionError
 
     def folder(key: str) -> Path:
         # An empty value would put the outputs into the current directory, among its files.
-        value = str(OmegaConf.select(cfg, key, default="") or "").strip()
+        try:
+            value = str(OmegaConf.select(cfg, key, default="") or "").strip()
+        except InterpolationResolutionError as err:  # ${oc.env:VAR} of a variable not set
+            detail = str(err).strip().splitlines()[0].split("resolving interpolation: ")[-1]
+            raise UsageError(f"{key} cannot be resolved: {detail}") from None
         if not value:
             raise UsageError(f"{key} is empty: name the folder the outputs go to")
         return Path(value)
@@ -190,6 +195,7 @@ def _compose_and_check(job: Job, multirun: bool, compose: Any, name: str, check:
     try:
         cfg = compose(config_name=name, overrides=job.overrides, return_hydra_config=True)
         job.run_dir, job.sweep_dir = _output_dirs(cfg, multirun, job.index)
+        config_tree.refuse_instantiated(cfg)  # before Hydra makes its callbacks and launcher
         with open_dict(cfg):
             del cfg["hydra"]
         _check_into(job, cfg, check)
@@ -203,6 +209,7 @@ def plan(argv: list[str], config_name: str, check: Check) -> Plan | None:
     if args is None:
         compose_errors(argv, config_name)
         return None
+    check_environment_paths()  # a cache folder the command would fail to create, mid-way
     from hydra import compose, initialize_config_module
 
     multirun = is_multirun(args)
@@ -223,6 +230,7 @@ def check_command(argv: list[str], config_name: str, check: Check) -> Plan | Non
     global _checked
     _checked = None
     hydra_flags.refuse(argv)  # a flag that would read a file as code: before anything else
+    config_tree.refuse_options_outside(argv)  # a config file from outside the tree: too
     p = plan(argv, config_name, check)
     if p is not None:
         raise_invalid(p)

@@ -16,7 +16,6 @@ The runner knows no CLI: it raises, and this module turns what a user can fix in
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 import os
@@ -31,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 from flashsac_bench.cli import errors, preflight
 from flashsac_bench.cli.errors import Aborted, UsageError
 from flashsac_bench.cli.runtime_checks import check_runtime
+from flashsac_bench.cli.writable import probe_writable
 from flashsac_bench.config import ConfigError, register_configs, to_config
 from flashsac_bench.config.root import Config
 from flashsac_bench.runner.env_factory import EnvFactory
 from flashsac_bench.runner.faults import EnvLostError, StartInterrupted
-from flashsac_bench.runner.writes import DISK_FULL_ERRNOS
 
 if TYPE_CHECKING:  # imported where used: --help and bad input answer without torch
     from flashsac_bench.runner.loop import Runner
@@ -67,61 +66,6 @@ def check_job(cfg: Any, run_dir: Path) -> Config:
     if problem:
         raise UsageError(problem, 1)
     return config
-
-
-def probe_writable(target: Path) -> str | None:
-    """Can `target` (a run or sweep dir, maybe not created yet) be written? Creates nothing
-    but a temp file in its nearest existing folder, removed at once. A symlink on the way that
-    leads nowhere (dangling, or a loop) and a file system with no space left are named."""
-    import tempfile
-
-    existing = target
-    while not existing.exists():
-        if existing.is_symlink():  # exists() follows links: one that leads nowhere
-            return f"cannot create the run dir {target}: {_broken_link(existing)}"
-        if existing.parent == existing:
-            break
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"cannot create the run dir {target}: {existing} is not a directory"
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".flashsac_bench_probe.", dir=existing)
-    except OSError as err:
-        if err.errno in DISK_FULL_ERRNOS:
-            return f"no space left on device: cannot create the run dir {target} in {existing}"
-        return f"cannot create the run dir {target}: {existing} is not writable ({err.strerror})"
-    os.close(fd)
-    os.unlink(tmp)
-    free = _free_bytes(existing)
-    if free is not None and free < MIN_FREE_BYTES:
-        return (
-            f"no space left on device: {existing} has {free} bytes free, and the run dir "
-            f"{target} needs room for its summary, logs and checkpoints"
-        )
-    return None
-
-
-# Below this a run dir cannot even hold its summary and logs.
-MIN_FREE_BYTES = 1 << 20
-
-
-def _free_bytes(folder: Path) -> int | None:
-    try:
-        return shutil.disk_usage(folder).free
-    except OSError:
-        return None
-
-
-def _broken_link(link: Path) -> str:
-    try:
-        link.resolve(strict=True)
-    except RuntimeError:  # a loop (Python < 3.13)
-        return f"{link} is a symlink loop"
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            return f"{link} is a symlink loop"
-        return f"{link} is a dangling symlink (to {os.readlink(link)}, which does not exist)"
-    return f"{link} is a symlink that cannot be followed"
 
 
 def cpu_warnings(plan: preflight.Plan) -> list[str]:
@@ -276,7 +220,7 @@ def _continue_hint(runner: Runner) -> str:
     """Where the run can continue from: its last checkpoint and the command, or that none was
     written."""
     from flashsac_bench.runner.liveness import last_checkpoint
-    from flashsac_bench.runner.resume import resume_command
+    from flashsac_bench.runner.resume_commands import resume_command
 
     ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
     source = runner.run_dir if ckpt else runner.state.resumed_from
@@ -362,7 +306,7 @@ def _after_sweep_interrupt(plan: preflight.Plan | None, argv: list[str]) -> None
     if plan is None or not plan.multirun:
         return
     from flashsac_bench.analysis import sweep_callback as callbacks
-    from flashsac_bench.runner.resume import sweep_resume_command
+    from flashsac_bench.runner.resume_commands import sweep_resume_command
 
     sweep_dir = callbacks.current_sweep_dir or plan.sweep_dir
     if sweep_dir is None:

@@ -2,17 +2,16 @@
 
 What evaluate, export and convert share: `read_checkpoint` (a file, run dir or checkpoints dir,
 memory-mapped; read weights-only, CRC-checked, its learner finite: runner.checkpoint),
-`acting_config` (the training config with an eager path and the acting device and dtype),
-`load_trained_learner` (a learner holding the checkpoint's learner state; a checkpoint whose
-config does not fit its tensors, or whose policy does not act on a probe batch
-(runner.checkpoint_probe), is refused in one line) and `trained_task` (the task config
-with the model the checkpoint's envs ran, written back from the checkpoint).
+`acting_config` (config.acting: the training config with an eager path and the acting device
+and dtype), `load_trained_learner` (a learner holding the checkpoint's learner state; a
+checkpoint whose config does not fit its tensors, or whose policy does not act on a probe batch
+(runner.checkpoint_probe), is refused in one line) and `trained_task` (the task config with the
+model the checkpoint's envs ran, written back from the checkpoint).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import logging
 import tempfile
@@ -23,9 +22,9 @@ from typing import Any
 
 import torch
 
-from flashsac_bench.config import Config, ConfigError, to_config
+from flashsac_bench.config import Config, ConfigError
+from flashsac_bench.config.acting import ACTING_DTYPES, acting_config
 from flashsac_bench.config.path import PathConfig
-from flashsac_bench.config.stored import upgrade_stored_config
 from flashsac_bench.config.task import BaseTaskConfig, TaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path
@@ -34,7 +33,7 @@ from flashsac_bench.runner.checkpoint_probe import probe_learner
 log = logging.getLogger("flashsac_bench.evaluation")
 
 # The matmul dtypes a trained policy can act in ('checkpoint': the training dtype).
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+DTYPES = {name: getattr(torch, name) for name in ACTING_DTYPES}
 
 
 @dataclass
@@ -58,20 +57,6 @@ def run_dir_of(checkpoint: Path) -> Path:
     """The run dir of `<run>/checkpoints/iter_k.pt` (else the checkpoint's own folder)."""
     parent = checkpoint.parent
     return parent.parent if parent.name == "checkpoints" else parent
-
-
-def acting_config(payload: dict[str, Any], device: str = "cpu", dtype: str = "float32") -> Config:
-    """The checkpoint's composed config for acting: eager path (a cudagraph run's config is
-    invalid on a CPU), the given device / matmul dtype ('checkpoint': the training dtype)."""
-    composed = upgrade_stored_config(copy.deepcopy(payload["config"]))
-    if dtype == "checkpoint":
-        dtype = payload.get("training_config", {}).get("dtype", "float32")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be float32, bfloat16 or checkpoint, got {dtype!r}")
-    composed["path"] = {"name": "eager"}
-    composed["hardware"] = {"name": "eval", "device": device, "dtype": dtype}
-    composed.setdefault("run", {})["resume"] = None
-    return to_config(composed)
 
 
 def load_trained_learner(

@@ -8,10 +8,13 @@ envs.g1_model.model_record) and the iteration to continue at.
 A checkpoint is read without running code and only when it is intact (runner.torch_files):
 tensors and plain values only (numpy arrays are stored as byte tensors), every archive record
 checked against its CRC-32. Its values then go through the rules a run's own values go
-through (`check_payload`): the iteration and every counter in range, the rows in order, the
-stored config plain data (no interpolation: it is never resolved), the stored model's files
-inside their folder, every learner tensor finite and of sane size, named when not. The policy
-it holds is tried on a probe batch before it is used (runner.checkpoint_probe).
+through (`check_payload`): the iteration in range, the rows in order, the stored config plain
+data (no interpolation: it is never resolved), the stored model's files inside their folder,
+and every tensor it restores (learner, replay, staging, env state) of the shape, dtype and
+range a run of its config holds (runner.checkpoint_tensors), named when not. Every loader
+(resume, evaluate, export, convert) reads through `load_checkpoint`, so all of them refuse the
+same files. The policy it holds is tried on a probe batch before it is used
+(runner.checkpoint_probe).
 
 A learner-only checkpoint (`kind: learner_only`, written by `python -m flashsac_bench.convert`
 from a unilab-rl checkpoint, which has no replay or env state) holds the learner state and the
@@ -30,8 +33,10 @@ import torch
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.run import MAX_ITERATIONS
 from flashsac_bench.config.values import require_no_interpolation
+from flashsac_bench.runner.checkpoint_tensors import check_restored
 from flashsac_bench.runner.torch_files import (
     MalformedValueError,
+    file_identity,
     from_plain,
     non_finite,
     safe_load,
@@ -173,19 +178,10 @@ def check_finite_learner(path: Path, payload: dict[str, Any]) -> None:
         )
 
 
-# Learner tensors that count (steps, draws, samples): whole numbers in [0, MAX_COUNT] (exact in
-# float64; the float32 scalars hold exact integers to 2^24, which no schedule here reaches).
-COUNTERS = ("step", "sched_step", "rng.counter", "explore.count", "explore.repeat")
-MAX_COUNT = 2.0**53
-# The learner's other tensors (weights, normalizer statistics, Adam moments, noise): a trained
-# network's are O(1) to O(1e3) (its weights are projected to unit rows); past this bound a
-# tensor is a crafted or broken one, whatever its CRC says. The reward statistics follow the
-# rewards (bounded by the task's ranges): finite, and these of them >= 0.
-MAX_ABS_STATE = 1e12
-FREE_STATE = ("reward.",)
-NONNEGATIVE = ("reward.count", "reward.var", "reward.returns_abs_max")
 # A model's files are named relative to the MJCF's folder.
 _FILE_NAME = "stored model file"
+# The files (by torch_files.file_identity) whose restored tensors this process has checked.
+_tensors_checked: set[tuple[int, ...]] = set()
 
 
 def check_payload(path: Path, payload: dict[str, Any]) -> None:
@@ -211,8 +207,11 @@ def check_payload(path: Path, payload: dict[str, Any]) -> None:
         isinstance(logger, dict) and all(isinstance(v, str | None) for v in logger.values())
     ):
         raise CheckpointError(f"{path}: its logger state is not a mapping of names")
-    _check_learner(path, payload["learner"])
-    _check_replay(path, payload.get("replay"))
+    _check_dims(path, payload["learner"])
+    identity = file_identity(path)
+    if identity not in _tensors_checked:  # the preflight and the run share one pass over it
+        check_restored(path, payload, CheckpointError)
+        _tensors_checked.add(identity)
 
 
 def _check_rows(path: Path, rows: Any, iteration: int) -> None:
@@ -253,7 +252,7 @@ def _check_model(path: Path, record: Any) -> None:
             raise CheckpointError(f"{path}: {_FILE_NAME} {name!r} holds no bytes")
 
 
-def _check_learner(path: Path, learner: Any) -> None:
+def _check_dims(path: Path, learner: Any) -> None:
     dims = learner.get("dims")
     if not (
         isinstance(dims, list | tuple)
@@ -264,50 +263,6 @@ def _check_learner(path: Path, learner: Any) -> None:
             f"{path}: learner dims {dims!r} must be 3 sizes (obs, critic obs, action) in "
             f"[1, {MAX_DIM}]"
         )
-    for name, t in learner["tensors"].items():
-        if not isinstance(t, torch.Tensor):
-            raise CheckpointError(f"{path}: learner.{name} is not a tensor")
-        if name in NOT_STATE or t.numel() == 0:
-            continue
-        values = t.detach().double()
-        if name.endswith(COUNTERS) or name == "rng.key":
-            top = 2.0**32 - 1 if name == "rng.key" else MAX_COUNT
-            bad = (values < 0) | (values > top) | (values != values.round())
-            if bool(bad.any()):
-                raise CheckpointError(
-                    f"{path}: learner.{name}={_shown(values[bad])} must be a whole number in "
-                    f"[0, {top:g}] (a count)"
-                )
-        elif name in NONNEGATIVE and bool((values < 0).any()):
-            raise CheckpointError(
-                f"{path}: learner.{name}={_shown(values[values < 0])} must be >= 0"
-            )
-        elif not name.startswith(FREE_STATE) and t.is_floating_point():
-            peak = float(values.abs().max())
-            if peak > MAX_ABS_STATE:
-                raise CheckpointError(
-                    f"{path}: learner.{name} holds {peak:.3g}, past any trained learner's "
-                    f"values (|x| <= {MAX_ABS_STATE:g}): this learner cannot act or continue"
-                )
-
-
-def _check_replay(path: Path, replay: Any) -> None:
-    if replay is None:
-        return
-    storage = replay.get("storage") if isinstance(replay, dict) else None
-    if not isinstance(storage, torch.Tensor) or storage.dim() != 2:
-        raise CheckpointError(f"{path}: its replay holds no [rows, width] tensor")
-    count, cursor = replay.get("count"), replay.get("cursor")
-    if count != storage.shape[0] or type(cursor) is not int or not 0 <= cursor <= count:
-        raise CheckpointError(
-            f"{path}: replay count={count!r}, cursor={cursor!r} do not fit its "
-            f"{storage.shape[0]} stored rows"
-        )
-
-
-def _shown(values: torch.Tensor) -> str:
-    first = float(values.reshape(-1)[0])
-    return f"{first:g}" if values.numel() == 1 else f"{first:g} (and {values.numel() - 1} more)"
 
 
 def _first_line(err: BaseException) -> str:

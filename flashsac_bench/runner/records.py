@@ -25,7 +25,7 @@ from flashsac_bench.runner.collector import TickResult
 from flashsac_bench.runner.liveness import HEARTBEAT_EVERY_S, HEARTBEAT_NAME, writer_identity
 from flashsac_bench.runner.loggers import open_sink
 from flashsac_bench.runner.progress import Progress
-from flashsac_bench.runner.resume import resume_command
+from flashsac_bench.runner.resume_commands import resume_command
 from flashsac_bench.runner.scalars import Scalars
 from flashsac_bench.runner.summary import (
     SUMMARY_FORMAT,

@@ -4,18 +4,20 @@ A checkpoint continues bit for bit only under the config that wrote it. `check_c
 compares the whole composed config with the checkpoint's and names every differing key that is
 not in RESUME_MAY_CHANGE (the single list of keys a resume may change; README "Reliability").
 `find_checkpoint` loads the newest intact checkpoint of a run dir, falling back (with a
-warning naming both) when the newest is missing or unreadable. `plan_resume` puts it together
-for the runner, including `run.resume=auto` (continue this run dir if it has a checkpoint,
-skip it when it is complete, else start fresh: how an interrupted sweep is resumed).
+warning naming every file it could not read) when the newest is missing or unreadable.
+`plan_resume` puts it together for the runner, including `run.resume=auto` (continue this run
+dir if it has a checkpoint, skip it when it is complete, else start fresh: how an interrupted
+sweep is resumed), and refuses a resume that would write over another run's checkpoints or
+its own newer ones. The commands that continue a run: runner.resume_commands.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
 import re
-import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,12 +38,13 @@ from flashsac_bench.runner.checkpoint import (
 )
 from flashsac_bench.runner.checkpoint_probe import probe_payload
 from flashsac_bench.runner.liveness import HEARTBEAT_NAME, run_dir_writer
+from flashsac_bench.runner.resume_commands import AUTO
 from flashsac_bench.runner.summary import SUMMARY_NAME, load_summary
+from flashsac_bench.runner.torch_files import file_identity
 from flashsac_bench.runner.writes import move_aside
 
 log = logging.getLogger("flashsac_bench.runner")
 
-AUTO = "auto"
 
 # The only keys a resume may change. Each leaves every computed number as it was: they decide
 # how long the run goes on, what is logged and summarized, and when checkpoints are written.
@@ -85,6 +88,12 @@ class RunDirInUseError(ConfigError):
     label = "run dir in use"
 
 
+class RunDirLayoutError(ConfigError):
+    """A run dir whose own entries are not what a run keeps there (raised before any work)."""
+
+    label = "unusable run dir"
+
+
 @dataclass
 class ResumePlan:
     path: Path | None = None  # the checkpoint to continue from (None: start fresh)
@@ -95,6 +104,17 @@ class ResumePlan:
     # run.resume=auto starting fresh over an attempt that stopped before its first checkpoint:
     # that attempt's outputs, to be moved aside (set_aside_earlier_attempt) before this run writes
     set_aside: list[Path] = field(default_factory=list)
+    # The checkpoints beside `path` when the plan was made (name -> file_identity): a file that
+    # is not among them under the writer lock was written since, by another run (recheck_locked).
+    seen: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def _stamps(folder: Path) -> dict[str, tuple[int, ...]]:
+    stamps: dict[str, tuple[int, ...]] = {}
+    for f in list_checkpoints(folder):
+        with contextlib.suppress(OSError):  # removed meanwhile: not there to be newer
+            stamps[f.name] = file_identity(f)
+    return stamps
 
 
 # ---------------------------------------------------------------------------- which checkpoint
@@ -106,10 +126,13 @@ def find_checkpoint(spec: str | os.PathLike[str], *, mmap: bool = False) -> Resu
         raise ResumeError(f"run.resume={spec}: no such file or directory")
     if p.is_file():
         payload = load_checkpoint(p, mmap=mmap)
-        return ResumePlan(path=p, payload=payload, iteration=int(payload["iteration"]))
+        plan = ResumePlan(path=p, payload=payload, iteration=int(payload["iteration"]))
+        plan.seen = _stamps(p.parent)
+        return plan
     folder = checkpoint_folder(p)
     files = list_checkpoints(folder)
     named = _latest_named(folder)
+    seen = _stamps(folder)
     if not files:
         hint = f" ({LATEST_NAME} names {named.name}, which is missing)" if named else ""
         raise ResumeError(f"run.resume={spec}: no checkpoint (checkpoints/iter_*.pt) in {p}{hint}")
@@ -124,6 +147,7 @@ def find_checkpoint(spec: str | os.PathLike[str], *, mmap: bool = False) -> Resu
             problems.append(str(err))
             continue
         plan = ResumePlan(path=candidate, payload=payload, iteration=int(payload["iteration"]))
+        plan.seen = seen
         if problems:
             plan.notes.append(
                 f"newest checkpoint unusable: {'; '.join(problems)}; falling back to "
@@ -134,11 +158,24 @@ def find_checkpoint(spec: str | os.PathLike[str], *, mmap: bool = False) -> Resu
 
 
 def _latest_named(folder: Path) -> Path | None:
+    """The checkpoint latest.txt names (None without one); ResumeError naming latest.txt when
+    it cannot be read or names no checkpoint (it is written atomically: such a file was
+    written by something else)."""
+    pointer = folder / LATEST_NAME
     try:
-        name = (folder / LATEST_NAME).read_text().strip()
-    except OSError:
+        raw = pointer.read_bytes()
+    except FileNotFoundError:
         return None
-    return folder / name if re.fullmatch(r"iter_\d+\.pt", name) else None
+    except OSError as err:
+        raise ResumeError(f"cannot read {pointer}: {err.strerror or err}") from None
+    name = raw.decode("utf-8", errors="replace").strip()
+    if re.fullmatch(r"iter_\d+\.pt", name):
+        return folder / name
+    shown = name if len(name) <= 40 and name.isprintable() else f"{len(raw)} bytes"
+    raise ResumeError(
+        f"{pointer} names no checkpoint ({shown!r}, not iter_<k>.pt): it is not what a run "
+        "writes there; delete it to resume from the newest intact checkpoint"
+    )
 
 
 # ---------------------------------------------------------------------------- compatibility
@@ -277,6 +314,12 @@ def plan_resume(
     `model`: the record of the model this run's envs will step (None: not compared)."""
     spec = config.run.resume
     run_dir = Path(run_dir)
+    checkpoints = run_dir / CHECKPOINT_DIR
+    if (checkpoints.exists() or checkpoints.is_symlink()) and not checkpoints.is_dir():
+        raise RunDirLayoutError(
+            f"{checkpoints} is not a directory: a run keeps its checkpoints there; move it away "
+            "or give this run another hydra.run.dir"
+        )
     if writer := run_dir_writer(run_dir):
         raise RunDirInUseError(
             f"{writer}; a second writer would mix its files with that run's: wait for it to "
@@ -312,10 +355,36 @@ def plan_resume(
             f"{config.run.iterations} iterations), nothing to do"
         )
         return plan
+    _refuse_overwriting_checkpoints(plan, run_dir, rewinds=source.is_file())
     check_compatible(plan, config, training_config, model)
     if problem := probe_payload(plan.payload or {}, config.learner):
         raise ResumeError(f"{plan.path}: {problem}")
     return plan
+
+
+def _refuse_overwriting_checkpoints(plan: ResumePlan, run_dir: Path, rewinds: bool) -> None:
+    """A resume writes its checkpoints into run_dir/checkpoints and prunes the oldest there: it
+    must not be another run's folder, nor (`rewinds`: a checkpoint file named explicitly) hold
+    checkpoints newer than the one it continues from, which it would write over. Newer files a
+    run dir's resume skipped as unreadable are no run's to keep."""
+    assert plan.path is not None
+    own = run_dir / CHECKPOINT_DIR
+    held = list_checkpoints(own)
+    if plan.path.parent.resolve() != own.resolve():
+        if held:
+            raise RunDirInUseError(
+                f"{run_dir} holds another run's checkpoints ({len(held)}, newest {held[-1].name}), "
+                f"which this run's would be mixed with and prune: continue that run with "
+                f"run.resume={run_dir}, or give this one another hydra.run.dir"
+            )
+        return
+    newer = [f.name for f in held if f.name > plan.path.name]
+    if rewinds and newer:
+        raise RunDirInUseError(
+            f"run.resume={plan.path} would continue {run_dir} from an older checkpoint and write "
+            f"over its newer ones ({', '.join(newer)}): continue from the newest with "
+            f"run.resume={run_dir}, or give this run another hydra.run.dir"
+        )
 
 
 def recheck_locked(plan: ResumePlan, run_dir: Path) -> None:
@@ -330,10 +399,14 @@ def recheck_locked(plan: ResumePlan, run_dir: Path) -> None:
             "hydra.run.dir"
         )
     if plan.path is not None and plan.path.parent == run_dir / CHECKPOINT_DIR:
-        newest = list_checkpoints(plan.path.parent)
-        if newest and newest[-1] != plan.path:
+        written = [
+            name
+            for name, stamp in _stamps(plan.path.parent).items()
+            if name > plan.path.name and plan.seen.get(name) != stamp
+        ]
+        if written:
             raise ResumeError(
-                f"{run_dir} got a newer checkpoint ({newest[-1].name}) while this run was "
+                f"{run_dir} got a newer checkpoint ({written[-1]}) while this run was "
                 f"starting from {plan.path.name}: another run wrote it; start this one again"
             )
 
@@ -386,57 +459,3 @@ def set_aside_earlier_attempt(plan: ResumePlan, run_dir: Path) -> Path | None:
     dest = move_aside(plan.set_aside, run_dir, "earlier_attempt_")
     plan.set_aside = []
     return dest
-
-
-# ---------------------------------------------------------------------------- commands
-_PLAIN = re.compile(r"[A-Za-z0-9_./:@+-]+")
-
-
-def hydra_value(text: str) -> str:
-    """A value as a Hydra override can hold it (quoted when it has , = spaces ...)."""
-    if _PLAIN.fullmatch(text):
-        return text
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _without(overrides: list[str], *keys: str) -> list[str]:
-    out = []
-    for o in overrides:
-        key = o.split("=", 1)[0].lstrip("+~")
-        if key not in keys:
-            out.append(o)
-    return out
-
-
-def resume_command(command: dict[str, Any], run_dir: Path, source: Path | None = None) -> str:
-    """The exact command that continues this run (from `source`, default its own latest
-    checkpoint) in its own run dir."""
-    overrides = command.get("overrides")
-    src = str(source or run_dir)
-    if overrides is None:  # called through the API, not the CLI
-        return f"train(config with run.resume={src!r}, run_dir={str(run_dir)!r})"
-    kept = _without(list(overrides), "run.resume", "hydra.run.dir")
-    args = [*kept, f"run.resume={hydra_value(src)}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
-    return shlex.join(["python", "-m", "flashsac_bench", *args])
-
-
-def restart_command(command: dict[str, Any], run_dir: Path) -> str:
-    """The exact command that starts a run again in its own run dir, whatever an earlier attempt
-    left there (run.resume=auto: continue from a checkpoint if there is one, else start over,
-    the earlier attempt's files set aside)."""
-    overrides = command.get("overrides")
-    if overrides is None:  # called through the API, not the CLI
-        return f"train(config with run.resume={AUTO!r}, run_dir={str(run_dir)!r})"
-    kept = _without(list(overrides), "run.resume", "hydra.run.dir")
-    args = [*kept, f"run.resume={AUTO}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
-    return shlex.join(["python", "-m", "flashsac_bench", *args])
-
-
-def sweep_resume_command(argv: list[str], sweep_dir: Path) -> str:
-    """The exact command that resumes a sweep: the same sweep into the same dir, every job with
-    run.resume=auto (continue from its checkpoint, skip when complete, else start)."""
-    args = [a for a in argv if a not in ("-m", "--multirun", "--debug")]
-    kept = _without(args, "run.resume", "hydra.sweep.dir")
-    target = hydra_value(str(sweep_dir))
-    cmd = ["python", "-m", "flashsac_bench", "-m", *kept]
-    return shlex.join([*cmd, f"hydra.sweep.dir={target}", f"run.resume={AUTO}"])

@@ -63,10 +63,9 @@ from flashsac_bench.runner.resume import (
     RunDirInUseError,
     plan_resume,
     recheck_locked,
-    restart_command,
-    resume_command,
     set_aside_earlier_attempt,
 )
+from flashsac_bench.runner.resume_commands import restart_command, resume_command
 from flashsac_bench.runner.signals import Signals
 from flashsac_bench.runner.summary import SUMMARY_NAME, git_info, load_summary
 from flashsac_bench.runner.writes import DISK_FULL_ERRNOS, write_error

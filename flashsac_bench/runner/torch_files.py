@@ -71,14 +71,15 @@ def check_container(path: Path, what: str, error: type[Exception]) -> None:
         )
 
 
-def _identity(path: Path) -> tuple[int, int, int, int]:
+def file_identity(path: Path) -> tuple[int, int, int, int]:
+    """What changes when a file is written again: (device, inode, size, modification time)."""
     st = path.stat()
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def verify_archive(path: Path, what: str, error: type[Exception]) -> None:
     """Every record's bytes against its CRC-32 (error naming the first record that differs)."""
-    key = _identity(path)
+    key = file_identity(path)
     with _verified_lock:
         if key in _verified:
             return

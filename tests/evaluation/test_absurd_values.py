@@ -4,10 +4,12 @@ A checkpoint whose CRCs are valid can still hold values no run wrote: counters o
 (an iteration of -5 resumed to 45 iterations instead of 10), tensors of absurd size (actor
 weights of 3e38), rows out of order, a stored config with an interpolation (`${oc.env:...}`
 read the environment of whoever opened it), a stored model whose files lie outside its folder,
-an encoded array its bytes do not fill. Each is refused when the checkpoint is read, naming the
-value (runner.checkpoint.check_payload, runner.torch_files.from_plain); a policy whose values
-pass all that but which cannot act is refused on its probe batch (runner.checkpoint_probe)
-before evaluate, export, convert or a resume use it: one line, exit status 2, nothing written.
+an encoded array its bytes do not fill, tensors of another shape, dtype or range than a run of
+its config holds (CRAFTED_TENSORS). Each is refused when the checkpoint is read, naming the
+value (runner.checkpoint.check_payload, runner.checkpoint_tensors, torch_files.from_plain); a
+policy whose values pass all that but which cannot act is refused on its probe batch
+(runner.checkpoint_probe) before evaluate, export, convert or a resume use it: one line, exit
+status 2, nothing written.
 """
 
 from __future__ import annotations
@@ -67,12 +69,61 @@ CRAFTED = [
 ]
 
 
+def _retype(p: dict[str, Any], name: str, dtype: torch.dtype) -> None:
+    _tensors(p)[name] = _tensors(p)[name].to(dtype)
+
+
+def _reshape(p: dict[str, Any], name: str, *shape: int) -> None:
+    _tensors(p)[name] = _tensors(p)[name].reshape(*shape)
+
+
+def _replay(p: dict[str, Any], column: int, value: float) -> None:
+    p["replay"]["storage"][:, column] = value
+
+
+# Tensors no run holds (runner.checkpoint_tensors): (what is crafted, how, what the refusal names)
+CRAFTED_TENSORS = [
+    ("replay rows of 1e30", lambda p: _replay(p, 0, 1e30), "replay rows 0..47 holds 1e+30"),
+    (
+        "replay actions past 1",
+        lambda p: _replay(p, -5, 3.0),
+        "(actions) holds 3, past any run's actions (|x| <= 1)",
+    ),
+    ("replay flags", lambda p: _replay(p, -1, 0.5), "flags other than 0 and 1"),
+    ("replay width", lambda p: p["replay"].update(storage=p["replay"]["storage"][:, :-1]), "width"),
+    ("reward stats 1e300", lambda p: _tensors(p)["reward.var"].fill_(1e300), "reward.var holds"),
+    ("reward mean", lambda p: _tensors(p)["reward.mean"].fill_(-1e300), "reward.mean holds 1e+300"),
+    ("int32 actor weights", lambda p: _retype(p, "actor.params", torch.int32), "int32"),
+    ("2-d critic vector", lambda p: _reshape(p, "critic.params", -1, 1), "learner.critic.params"),
+    (
+        "noise of another width",
+        lambda p: _tensors(p).update({"explore.noise": torch.zeros(4, 30)}),
+        "does not match its learner tensors: learner.explore.noise is float32 [4, 30], its "
+        "config's is float32 [4, 29]",
+    ),
+    ("noise of 1e6", lambda p: _tensors(p)["explore.noise"].fill_(1e6), "explore.noise holds"),
+    ("negative moments", lambda p: _tensors(p)["critic.adam.exp_avg_sq"].fill_(-1.0), ">= 0"),
+    ("log temp", lambda p: _tensors(p)["temperature.log_temp"].fill_(200.0), "log_temp holds 200"),
+    ("repeat past zeta_max", lambda p: _tensors(p)["explore.repeat"].fill_(99), "explore.repeat"),
+    ("missing tensor", lambda p: _tensors(p).pop("target.buffers"), "no target.buffers"),
+    ("extra tensor", lambda p: _tensors(p).update(x=torch.ones(1)), "unexpected x"),
+    ("env of 8 envs", lambda p: p["env"].update(num_envs=8), "env state is for num_envs=8 envs"),
+    ("env obs rows", lambda p: p["env"].update(obs=p["env"]["obs"][:2]), "env.obs is float32"),
+    ("env rows", lambda p: p["env"].update(action=p["env"]["action"][:2]), "env.action is float64"),
+    ("staging rows", lambda p: p["staging"].update(dones=p["staging"]["dones"][:1]), "dones"),
+]
+
+
 @pytest.fixture(scope="module")
 def payload(trained_run) -> dict[str, Any]:
     return load_checkpoint(trained_run.checkpoint)
 
 
-@pytest.mark.parametrize(("what", "craft", "named"), CRAFTED, ids=[c[0] for c in CRAFTED])
+@pytest.mark.parametrize(
+    ("what", "craft", "named"),
+    [*CRAFTED, *CRAFTED_TENSORS],
+    ids=[c[0] for c in [*CRAFTED, *CRAFTED_TENSORS]],
+)
 def test_absurd_values_in_a_checkpoint_are_refused_naming_them(
     payload, tmp_path, what, craft, named
 ):
@@ -82,7 +133,8 @@ def test_absurd_values_in_a_checkpoint_are_refused_naming_them(
     save_checkpoint(path, {k: v for k, v in crafted.items() if k != "format"})
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(path)
-    assert str(path) in str(info.value) and named in str(info.value), str(info.value)
+    text = str(info.value)
+    assert text.startswith(str(path)) and named in text and "\n" not in text, text
 
 
 @pytest.mark.parametrize(

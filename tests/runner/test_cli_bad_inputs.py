@@ -157,12 +157,12 @@ def test_bad_input_fails_in_one_clear_line(case: Case, files, tmp_path):
 def test_no_space_left_at_the_start_is_one_line_before_anything(tmp_path, monkeypatch):
     """0 bytes free where the run dir goes: refused by the preflight (Hydra would otherwise
     fail writing its own config into the run dir, with a traceback)."""
-    from flashsac_bench.cli import preflight, train
+    from flashsac_bench.cli import preflight, train, writable
     from flashsac_bench.cli.errors import UsageError
     from flashsac_bench.config import register_configs
 
     monkeypatch.setenv("FLASHSAC_BENCH_ENV_FACTORY", "tests.fakes.fake_env:make_env")
-    monkeypatch.setattr(train, "_free_bytes", lambda folder: 0)
+    monkeypatch.setattr(writable, "_free_bytes", lambda folder: 0)
     register_configs()
     run_dir = tmp_path / "run"
     with pytest.raises(UsageError) as info:

@@ -21,7 +21,13 @@ from flashsac_bench.cli.train import train
 from flashsac_bench.config import Config
 from flashsac_bench.config.keys import flatten
 from flashsac_bench.runner import checkpoint as ckpt_mod
-from flashsac_bench.runner.checkpoint import CheckpointError, checkpoint_path, save_checkpoint
+from flashsac_bench.runner.checkpoint import (
+    CHECKPOINT_DIR,
+    LATEST_NAME,
+    CheckpointError,
+    checkpoint_path,
+    save_checkpoint,
+)
 from flashsac_bench.runner.liveness import (
     HEARTBEAT_NAME,
     STALE_AFTER_S,
@@ -33,13 +39,15 @@ from flashsac_bench.runner.resume import (
     RESUME_MAY_CHANGE,
     ResumeError,
     ResumePlan,
+    RunDirInUseError,
+    RunDirLayoutError,
     check_compatible,
     config_differences,
     find_checkpoint,
 )
 from flashsac_bench.runner.writes import DiskFullError
 from tests.fakes.fake_env import FakeEnv
-from tests.fakes.runs import read_summary, tiny_config
+from tests.fakes.runs import cli_overrides, fake_env_environ, read_summary, tiny_config
 
 
 def _factory(task, backend, num_envs, seed, array_factory=None):
@@ -169,6 +177,117 @@ def test_no_intact_checkpoint_lists_every_file(three_checkpoints, tmp_path):
     with pytest.raises(CheckpointError) as err:
         find_checkpoint(run)
     assert all(str(f) in str(err.value) for f in files)
+
+
+# ---------------------------------------------------------------------------- run.resume=auto
+# A newest checkpoint that is cut short or has flipped bytes is not "a newer checkpoint another
+# run wrote": the run continues from the newest intact one, and the warning names every file it
+# could not read. A latest.txt that names no checkpoint, and a run dir whose `checkpoints` is a
+# file, are one line naming the file, before any work.
+def _truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", [_truncate, _flip], ids=["truncated", "bit_flipped"])
+def test_auto_continues_from_the_newest_intact_checkpoint(
+    three_checkpoints, tmp_path, damage, caplog
+):
+    run = _copy_run(three_checkpoints, tmp_path / "run")
+    newest, intact = checkpoint_path(run, 12), checkpoint_path(run, 8)
+    damage(newest)
+    caplog.set_level("WARNING", logger="flashsac_bench.runner")
+    train(
+        tiny_config(iterations=14, checkpoint_every=4, resume="auto"),
+        run_dir=run,
+        env_factory=_factory,
+    )
+    summary = read_summary(run)
+    assert summary["resumed_from"] == str(intact) and summary["iterations_done"] == 14
+    (note,) = [r.getMessage() for r in caplog.records if "falling back" in r.getMessage()]
+    assert str(newest) in note and str(intact) in note and "iteration 8" in note
+
+
+def test_every_file_it_cannot_read_is_named(three_checkpoints, tmp_path, caplog):
+    run = _copy_run(three_checkpoints, tmp_path / "run")
+    _truncate(checkpoint_path(run, 12))
+    _flip(checkpoint_path(run, 8))
+    caplog.set_level("WARNING", logger="flashsac_bench.runner")
+    train(
+        tiny_config(iterations=14, checkpoint_every=4, resume="auto"),
+        run_dir=run,
+        env_factory=_factory,
+    )
+    assert read_summary(run)["resumed_from"] == str(checkpoint_path(run, 4))
+    (note,) = [r.getMessage() for r in caplog.records if "falling back" in r.getMessage()]
+    assert str(checkpoint_path(run, 12)) in note and str(checkpoint_path(run, 8)) in note
+
+
+@pytest.mark.parametrize("garbage", [b"\xff\xfe\x00garbage", b"../../etc/passwd\n"])
+def test_a_latest_txt_that_names_no_checkpoint_is_one_line_naming_it(
+    three_checkpoints, tmp_path, garbage
+):
+    run = _copy_run(three_checkpoints, tmp_path / "run")
+    pointer = run / CHECKPOINT_DIR / LATEST_NAME
+    pointer.write_bytes(garbage)
+    out = tmp_path / "elsewhere"
+    with pytest.raises(ResumeError) as info:
+        train(tiny_config(iterations=14, resume=str(run)), run_dir=out, env_factory=_factory)
+    assert str(pointer) in str(info.value) and "\n" not in str(info.value)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("resume", ["auto", None])
+def test_a_run_dir_whose_checkpoints_is_a_file_is_one_line(tmp_path, resume):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / CHECKPOINT_DIR).write_text("not a folder")
+    with pytest.raises(RunDirLayoutError, match=f"{run / CHECKPOINT_DIR} is not a directory"):
+        train(tiny_config(iterations=4, resume=resume), run_dir=run, env_factory=_factory)
+    assert sorted(p.name for p in run.iterdir()) == [CHECKPOINT_DIR]
+
+
+@pytest.mark.slow
+def test_through_the_cli_each_is_one_line_without_a_traceback(three_checkpoints, tmp_path):
+    """The command line: a run dir whose checkpoints is a file, a garbage latest.txt."""
+    file_dir = tmp_path / "file_dir"
+    file_dir.mkdir()
+    (file_dir / CHECKPOINT_DIR).write_text("x")
+    garbage = _copy_run(three_checkpoints, tmp_path / "garbage")
+    (garbage / CHECKPOINT_DIR / LATEST_NAME).write_bytes(b"\xff\xfe")
+    for run, named in ((file_dir, f"{file_dir / CHECKPOINT_DIR} is not a directory"),
+                       (garbage, str(garbage / CHECKPOINT_DIR / LATEST_NAME))):  # fmt: skip
+        args = [*cli_overrides(8, 14), "run.resume=auto", f"hydra.run.dir={run}"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "flashsac_bench", *args],
+            cwd=tmp_path, env=fake_env_environ(), capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and named in lines[0], proc.stderr
+        assert "Traceback" not in proc.stderr and os.path.isfile(run / CHECKPOINT_DIR) == (
+            run == file_dir
+        )
+
+
+def test_a_resume_never_writes_over_another_runs_checkpoints(three_checkpoints, tmp_path):
+    """Continuing run A into run B's dir would mix B's checkpoints with A's and prune them;
+    continuing A from an older checkpoint in place would write over its newer ones."""
+    a = _copy_run(three_checkpoints, tmp_path / "a")
+    b = _copy_run(three_checkpoints, tmp_path / "b")
+    before = {p: p.read_bytes() for p in (b / CHECKPOINT_DIR).iterdir()}
+    with pytest.raises(RunDirInUseError, match=f"{b} holds another run's checkpoints \\(3"):
+        train(tiny_config(iterations=14, resume=str(a)), run_dir=b, env_factory=_factory)
+    assert {p: p.read_bytes() for p in (b / CHECKPOINT_DIR).iterdir()} == before
+    older = checkpoint_path(a, 4)
+    with pytest.raises(RunDirInUseError, match="write over its newer ones .iter_0000008.pt, iter_"):
+        train(tiny_config(iterations=14, resume=str(older)), run_dir=a, env_factory=_factory)
 
 
 def test_latest_txt_is_replaced_atomically(tmp_path, monkeypatch):
