@@ -5,6 +5,7 @@ updates: tests/runner/test_warm_start.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -124,14 +125,17 @@ def test_a_file_that_does_not_check_out_is_compiled_anew_never_used(how, monkeyp
 
 @pytest.mark.parametrize("missing", ["aot_compile", "caches"])
 def test_where_nothing_can_be_saved_it_is_plain_torch_compile(missing, monkeypatch, cache_dir):
+    # torch's config modules are patched with their own `patch` (a monkeypatch's undo may
+    # delete the attribute, which hides the option for every later test).
+    caches_off = torch._inductor.config.patch(force_disable_caches=True)
     if missing == "aot_compile":  # a torch without the facility
         monkeypatch.delattr(torch.compiler, "load_compiled_function")
-    else:
-        monkeypatch.setattr(torch._inductor.config, "force_disable_caches", True)
+        caches_off = contextlib.nullcontext()
     h = Holder()
     stored = StoredCompile(make_step(h), dynamic=False)
     x = torch.ones(3)
-    y = stored(x)
+    with caches_off:
+        y = stored(x)
     reason = stored.report.fallback or ""
     assert ("has no aot_compile" if missing == "aot_compile" else "caches are disabled") in reason
     assert (stored.report.loaded, stored.report.compiled) == (0, 0)
@@ -139,14 +143,14 @@ def test_where_nothing_can_be_saved_it_is_plain_torch_compile(missing, monkeypat
     torch.testing.assert_close(y, make_step(Holder())(x))
 
 
-def test_torchs_aot_compile_flag_is_opened_for_the_compile(monkeypatch):
+def test_torchs_aot_compile_flag_is_opened_for_the_compile():
     """torch gives a compiled function `aot_compile` only while Dynamo's enable_aot_compile is
     on (off by default in earlier releases): the store opens it for its own calls."""
-    monkeypatch.setattr(torch._dynamo.config, "enable_aot_compile", False)
-    stored = StoredCompile(make_step(Holder()), dynamic=False)
-    stored(torch.ones(3))
-    assert (stored.report.compiled, stored.report.fallback) == (1, None)
-    assert torch._dynamo.config.enable_aot_compile is False
+    with torch._dynamo.config.patch(enable_aot_compile=False):
+        stored = StoredCompile(make_step(Holder()), dynamic=False)
+        stored(torch.ones(3))
+        assert (stored.report.compiled, stored.report.fallback) == (1, None)
+        assert torch._dynamo.config.enable_aot_compile is False
 
 
 def test_inputs_it_cannot_key_run_as_plain_torch_compile():
