@@ -14,6 +14,12 @@ the flags that would add another). Two more ways out of it are closed here, on e
   is on the project's list (TARGETS, LOGGING_CLASSES, LOGGING_STREAMS): `refuse_instantiated`
   names any other, whether a config file or an override (`+hydra.callbacks.x._target_=...`)
   brought it. A value is compared as written, before any interpolation is resolved.
+- Where Hydra writes and what it hands the job's processes: a logging handler's `filename` is
+  the one of Hydra's own logging configs (inside the run dir; another would append to, or
+  create, any file the user can write), `hydra.output_subdir` stays inside the run dir, and
+  `hydra.job.env_set` is empty (the tree sets none; an entry such as `LD_PRELOAD` or
+  `PYTHONSTARTUP` would load code into every process the job starts, compile workers too).
+  A job's environment comes from the shell it starts in.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ LOGGING_CLASSES = frozenset(
 )
 LOGGING_STREAMS = frozenset({"ext://sys.stdout", "ext://sys.stderr"})
 LOGGING_NODES = ("job_logging", "hydra_logging")
+# The log file Hydra's own job_logging writes: the run dir's `<job name>.log`.
+LOGGING_FILENAMES = frozenset({"${hydra.runtime.output_dir}/${hydra.job.name}.log"})
 
 
 # ---------------------------------------------------------------------------- group options
@@ -125,14 +133,42 @@ def _not_listed(place: str, key: str, value: Any, logging: bool) -> str | None:
     return None
 
 
+def _hydra_writes_or_sets(hydra: Any) -> str | None:
+    """What is wrong with where Hydra writes (`output_subdir`) or what it puts into the job's
+    environment (`job.env_set`), None: nothing."""
+    if not isinstance(hydra, dict):
+        return None
+    subdir = hydra.get("output_subdir")
+    if isinstance(subdir, str) and _leaves_its_folder(subdir):
+        return f"hydra.output_subdir={subdir!r} leads out of the run dir"
+    env_set = (hydra.get("job") or {}).get("env_set") or {}
+    if env_set:
+        name = next(iter(env_set))
+        return (
+            f"hydra.job.env_set.{name} would be set in the job's environment (set it in the "
+            "shell that starts the command instead)"
+        )
+    return None
+
+
 def refuse_instantiated(cfg: Any) -> None:
     """UsageError naming the first `_target_` (anywhere in the composed config, `hydra` node
-    included) or logging class or stream that is not on the project's list."""
+    included) or logging class, stream or file that is not on the project's list, or a
+    `hydra.output_subdir` / `hydra.job.env_set` that leaves the run dir / sets the job's
+    environment."""
     from omegaconf import OmegaConf
 
     tree = OmegaConf.to_container(cfg, resolve=False)
+    problem = _hydra_writes_or_sets(tree.get("hydra") if isinstance(tree, dict) else None)
+    if problem:
+        raise UsageError(f"{problem}: refused; {WHY}")
     for place, key, value in _walk(tree, ""):
         logging = place.startswith(tuple(f"hydra.{n}." for n in LOGGING_NODES))
+        if logging and key == "filename" and value not in LOGGING_FILENAMES:
+            raise UsageError(
+                f"{place}={value!r} refused: a log file is the run dir's own, as Hydra's "
+                f"logging configs write it; {WHY}"
+            )
         problem = _not_listed(place, key, value, logging)
         if problem:
             raise UsageError(

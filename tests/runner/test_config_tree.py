@@ -91,6 +91,39 @@ def test_a_class_off_the_list_is_refused_before_the_job(command, override, named
     assert "\n" not in str(info.value)
 
 
+# (command, override, what the refusal names): a log file, Hydra's config copy or the job's
+# environment elsewhere than the run dir's own.
+WRITES_OR_SETS = [
+    ("config", "hydra.job_logging.handlers.file.filename=/x/.bashrc", "filename='/x/.bashrc'"),
+    ("convert", "++hydra.job_logging.handlers.f.filename=x.log", "handlers.f.filename='x.log'"),
+    ("config", "hydra.output_subdir=../../x", "hydra.output_subdir='../../x'"),
+    ("export", "hydra.output_subdir=/x", "hydra.output_subdir='/x'"),
+    ("evaluate", "+hydra.job.env_set.LD_PRELOAD=/x/evil.so", "hydra.job.env_set.LD_PRELOAD"),
+    ("config", "+hydra.job.env_set.PYTHONSTARTUP=/x/evil.py", "hydra.job.env_set.PYTHONSTARTUP"),
+]
+
+
+@pytest.mark.parametrize(("command", "override", "named"), WRITES_OR_SETS)
+def test_a_log_file_config_copy_or_job_environment_elsewhere_is_refused(command, override, named):
+    with pytest.raises(UsageError) as info:
+        preflight.check_command([override], command, _no_check)
+    assert named in str(info.value) and "refused" in str(info.value), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_the_run_dirs_own_log_file_and_config_copy_pass():
+    """Hydra's own values (the tree's): nothing is refused, a subdir of the run dir neither."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    overrides = ["hydra/job_logging=default", "hydra.output_subdir=.hydra_copy"]
+    with initialize_config_module(config_module=config_tree.CONFIG_MODULE, version_base="1.3"):
+        cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    config_tree.refuse_instantiated(cfg)
+    logging = OmegaConf.to_container(cfg.hydra.job_logging, resolve=False)
+    assert logging["handlers"]["file"]["filename"] in config_tree.LOGGING_FILENAMES
+
+
 def test_a_logging_factory_off_the_list_is_refused():
     """A config file (not an override: its grammar has no `()` key) may name a factory."""
     from omegaconf import OmegaConf
