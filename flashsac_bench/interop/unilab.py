@@ -37,10 +37,12 @@ from flashsac_bench.interop.unilab_names import (
     ConversionError,
     Field,
     actor_fields,
+    as_float32,
     critic_fields,
     flat_from_named,
     named_from_flat,
     parameter_names,
+    require_float,
     state_dict_names,
     zeta_cdf,
 )
@@ -169,7 +171,7 @@ def load_unilab_state(learner: Any, sd: Mapping[str, Any]) -> None:
     for ours, theirs in (("critic", "critic"), ("target", "target_critic")):
         put(f"{ours}.params", flat_from_named(st.critic_param_layout, c_fields, sd[theirs]))
         put(f"{ours}.buffers", flat_from_named(st.critic_buffer_layout, c_fields, sd[theirs]))
-    put("temperature.log_temp", sd["temperature"]["log_temp"].float())
+    put("temperature.log_temp", as_float32("log_temp", sd["temperature"]["log_temp"]))
     for ours, theirs, layout, fields in (
         ("actor", "actor_optimizer", st.actor_param_layout, a_fields),
         ("critic", "critic_optimizer", st.critic_param_layout, c_fields),
@@ -198,10 +200,10 @@ def load_unilab_state(learner: Any, sd: Mapping[str, Any]) -> None:
     reward = sd.get("reward_normalizer")
     if reward is not None:
         rms = reward["rms"]
-        put("reward.mean", rms["mean"].double())
-        put("reward.var", rms["var"].double())
-        put("reward.count", rms["count"].double())
-        put("reward.returns_abs_max", reward["g_r_max"].float())
+        put("reward.mean", require_float("rms.mean", rms["mean"]).double())
+        put("reward.var", require_float("rms.var", rms["var"]).double())
+        put("reward.count", require_float("rms.count", rms["count"]).double())
+        put("reward.returns_abs_max", as_float32("g_r_max", reward["g_r_max"]))
         snap["reward.returns"].zero_()
     with torch.no_grad():
         learner.state.restore(snap)

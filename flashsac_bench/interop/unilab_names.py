@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -145,6 +146,22 @@ def _unjoin(join: str, value: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return (value,)
 
 
+def require_float(name: str, value: Any) -> torch.Tensor:
+    """`value` if it is a float tensor; ConversionError for anything else (a tensor of integers
+    or bools would otherwise be cast silently into weights / moments / statistics)."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        got = str(value.dtype) if isinstance(value, torch.Tensor) else type(value).__name__
+        raise ConversionError(
+            f"upstream tensor {name} is {got.removeprefix('torch.')}, a learner stores it as float"
+        )
+    return value
+
+
+def as_float32(name: str, value: Any) -> torch.Tensor:
+    """An upstream float tensor as fp32 on the CPU (require_float)."""
+    return require_float(name, value).detach().to("cpu", torch.float32)
+
+
 def flat_from_named(
     layout: Layout, fields: list[Field], named: Mapping[str, torch.Tensor]
 ) -> torch.Tensor:
@@ -155,7 +172,7 @@ def flat_from_named(
         missing = [n for n in f.theirs if n not in named]
         if missing:
             raise ConversionError(f"missing upstream tensor(s) {missing}")
-        joined = _join(f.join, [named[n].detach().to("cpu", torch.float32) for n in f.theirs])
+        joined = _join(f.join, [as_float32(n, named[n]) for n in f.theirs])
         if tuple(joined.shape) != e.shape:
             raise ConversionError(
                 f"{'+'.join(f.theirs)} has shape {tuple(joined.shape)}, expected {e.shape}"

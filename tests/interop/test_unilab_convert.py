@@ -307,6 +307,34 @@ def test_our_checkpoint_round_trips_through_the_unilab_format_without_uni_rl(
             assert torch.equal(value, b[key]), key
 
 
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        (("actor", None), "upstream tensor "),
+        (("temperature", "log_temp"), "upstream tensor log_temp is int32"),
+        (("reward_normalizer", "g_r_max"), "upstream tensor g_r_max is int32"),
+    ],
+)
+def test_integer_tensors_of_a_unilab_file_are_refused_not_cast(
+    our_run, tmp_path, fake_env_factory, capsys, where, named
+):
+    """A UniLab file whose weights or statistics are integers: one line, nothing written (a
+    cast would start a learner from truncated weights)."""
+    assert run_convert([f"source={our_run}", "unilab_device=cpu", f"out={tmp_path}/m.pt"]) == 0
+    sd = torch.load(tmp_path / "m.pt", weights_only=True)
+    group, key = where
+    key = key or next(k for k, v in sd[group].items() if v.is_floating_point() and v.dim() == 2)
+    sd[group][key] = sd[group][key].to(torch.int32)
+    torch.save(sd, tmp_path / "int.pt")
+    capsys.readouterr()
+    out = tmp_path / "back.pt"
+    args = [f"source={tmp_path}/int.pt", f"out={out}", "run.num_envs=8", *TINY_OVERRIDES]
+    assert run_convert(args) == 2
+    err = capsys.readouterr().err
+    assert named in err and "int32, a learner stores it as float" in err, err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
 # ---------------------------------------------------------------------------- CLI
 def test_cli_help_and_cfg_job():
     proc = cli("--help")
