@@ -17,7 +17,7 @@ from triton.compiler import ASTSource  # noqa: E402
 
 from flashsac_bench.learner.kernels import categorical, optimizer  # noqa: E402
 
-F32, I32, BOOL = "*fp32", "*i32", "*i1"
+F32, I32 = "*fp32", "*i32"
 
 
 def _signature(names_types: str) -> dict[str, str]:
@@ -31,7 +31,7 @@ KERNELS = [
         _signature(
             f"p_ptr:{F32} g_ptr:{F32} m_ptr:{F32} v_ptr:{F32} t_ptr:{F32} out_p_ptr:{F32} "
             f"out_m_ptr:{F32} out_v_ptr:{F32} out_t_ptr:{F32} rows_ptr:{I32} consts_ptr:{F32} "
-            f"step_size_ptr:{F32} bc2_sqrt_ptr:{F32} ok_ptr:{BOOL} numel:i32 one_minus_beta1:fp32 "
+            f"step_size_ptr:{F32} bc2_sqrt_ptr:{F32} ok_ptr:{F32} numel:i32 one_minus_beta1:fp32 "
             "beta2:fp32 one_minus_beta2:fp32 eps:fp32 tau:fp32 HAS_TARGET:constexpr "
             "BLOCK:constexpr"
         ),

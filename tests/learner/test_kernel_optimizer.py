@@ -142,7 +142,8 @@ def _op_args(projector, args, ok, after=()):
     out = [torch.empty_like(x) if x is not None else None for x in (p, m, v, t)]
     rows, consts = projector.row_table()
     hyper = (1.0 - CFG.beta1, CFG.beta2, 1.0 - CFG.beta2, CFG.eps, TAU)
-    return (*out, p, g, m, v, t, rows, consts, step_size, bc2_sqrt, ok, *hyper, list(after))
+    flag = ok.to(torch.float32)  # the op's finite flag is 1.0 / 0.0
+    return (*out, p, g, m, v, t, rows, consts, step_size, bc2_sqrt, flag, *hyper, list(after))
 
 
 @pytest.mark.parametrize("interpreted", [True, False])
@@ -167,8 +168,10 @@ def test_launch_rejects_what_the_kernel_cannot_index():
         broken[i] = bad
         with pytest.raises(ValueError, match="fused kernel argument"):
             K.step(projector, CFG, TAU, *broken, ok)
+    op_args = list(_op_args(projector, args, ok))
+    op_args[13] = ok  # a bool flag: the op takes 1.0 / 0.0
     with pytest.raises(ValueError, match="'ok'"):
-        K.step(projector, CFG, TAU, *args, ok.float())
+        torch.ops.flashsac.adam_project_(*op_args)
 
 
 def _compiled_step(backend: str, projector, in_place: bool):

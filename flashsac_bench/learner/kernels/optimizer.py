@@ -73,6 +73,7 @@ def step(
     the op has overwritten what it reads."""
     params, grad, exp_avg, exp_avg_sq, target, step_size, bc2_sqrt, ok = tensors
     assert params is not None and exp_avg is not None and exp_avg_sq is not None  # only target
+    assert ok is not None
     if out is None:
         fresh = torch.empty_like
         out = (
@@ -89,7 +90,10 @@ def step(
         consts,
         step_size,
         bc2_sqrt,
-        ok,
+        # The flag as 1.0 / 0.0: compiled code then materializes it as fp32, never as a bool
+        # output of a fused kernel (the one kernel kind that only this op made Inductor emit,
+        # and the one Triton 3.6 failed to build on the GPU with torch 2.11).
+        ok.to(torch.float32),
         float(1.0 - cfg.beta1),
         float(cfg.beta2),
         float(1.0 - cfg.beta2),
@@ -134,12 +138,13 @@ def adam_project_reference(
     norm = torch.sqrt(sums + inner).clamp_min(floor)
     factor = torch.where(numer > 0, numer / norm, 1.0)
     new = new * factor[row_of]
+    flag = ok != 0  # the finite flag, 1.0 / 0.0
     if out_target is not None:
         assert target is not None  # out_target is the target's next value
-        out_target.copy_(torch.where(ok, torch.lerp(target, new, tau), target))
-    out_params.copy_(torch.where(ok, new, params))
-    out_exp_avg.copy_(torch.where(ok, m, exp_avg))
-    out_exp_avg_sq.copy_(torch.where(ok, v, exp_avg_sq))
+        out_target.copy_(torch.where(flag, torch.lerp(target, new, tau), target))
+    out_params.copy_(torch.where(flag, new, params))
+    out_exp_avg.copy_(torch.where(flag, m, exp_avg))
+    out_exp_avg_sq.copy_(torch.where(flag, v, exp_avg_sq))
 
 
 adam_project_ = torch.library.custom_op(
@@ -209,7 +214,7 @@ if HAVE_TRITON:
         floor = tl.load(consts_ptr + 3 * row + 2)
         step_size = tl.load(step_size_ptr)
         bc2_sqrt = tl.load(bc2_sqrt_ptr)
-        ok = tl.load(ok_ptr) != 0
+        ok = tl.load(ok_ptr) != 0.0
         lanes = tl.arange(0, BLOCK)
         squares = tl.zeros([BLOCK], dtype=tl.float32)
         for off in range(0, length, BLOCK):
@@ -259,8 +264,7 @@ if HAVE_TRITON:
         require("rows", rows, dev, torch.int32, (rows.shape[0], 2))
         require("consts", consts, dev, torch.float32, (rows.shape[0], 3))
         for name, t in (("step_size", step_size), ("bc2_sqrt", bc2_sqrt), ("ok", ok)):
-            dtype = torch.bool if name == "ok" else torch.float32
-            require(name, t, dev, dtype, tuple(t.shape))
+            require(name, t, dev, torch.float32, tuple(t.shape))
             if t.numel() != 1:
                 raise ValueError(f"fused kernel argument {name!r}: one element, not {t.numel()}")
         if rows.shape[0] == 0:
