@@ -94,7 +94,20 @@ def cross_entropy(
 # interpreter); CUDA, and the CPU under the interpreter, launch the kernels (end of module).
 
 
-td_target_op = torch.library.custom_op("flashsac::td_target", td_target_reference, mutates_args=())
+# Each op is declared with the decorator over a function that calls its reference (the
+# interop cross-check re-executes this module with the decorator stubbed).
+@torch.library.custom_op("flashsac::td_target", mutates_args=())
+def td_target_op(
+    logits: torch.Tensor,
+    support: torch.Tensor,
+    rewards: torch.Tensor,
+    bootstrap: torch.Tensor,
+    gamma: float,
+    bonus: torch.Tensor,
+    v_min: float,
+    v_max: float,
+) -> torch.Tensor:
+    return td_target_reference(logits, support, rewards, bootstrap, gamma, bonus, v_min, v_max)
 
 
 @td_target_op.register_fake
@@ -116,9 +129,11 @@ def cross_entropy_rows_reference(
     return ce, q, dce, p * (support - q.unsqueeze(-1))
 
 
-cross_entropy_rows = torch.library.custom_op(
-    "flashsac::cross_entropy_rows", cross_entropy_rows_reference, mutates_args=()
-)
+@torch.library.custom_op("flashsac::cross_entropy_rows", mutates_args=())
+def cross_entropy_rows(
+    logits: torch.Tensor, target: torch.Tensor, support: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    return cross_entropy_rows_reference(logits, target, support)
 
 
 @cross_entropy_rows.register_fake

@@ -147,11 +147,39 @@ def adam_project_reference(
     out_exp_avg_sq.copy_(torch.where(flag, v, exp_avg_sq))
 
 
-adam_project_ = torch.library.custom_op(
+# Declared with the decorator over a function that calls the reference arithmetic (the interop
+# cross-check re-executes this module with the decorator stubbed).
+@torch.library.custom_op(
     "flashsac::adam_project_",
-    adam_project_reference,
     mutates_args=("out_params", "out_exp_avg", "out_exp_avg_sq", "out_target"),
 )
+def adam_project_(
+    out_params: torch.Tensor,
+    out_exp_avg: torch.Tensor,
+    out_exp_avg_sq: torch.Tensor,
+    out_target: torch.Tensor | None,
+    params: torch.Tensor,
+    grad: torch.Tensor,
+    exp_avg: torch.Tensor,
+    exp_avg_sq: torch.Tensor,
+    target: torch.Tensor | None,
+    rows: torch.Tensor,
+    consts: torch.Tensor,
+    step_size: torch.Tensor,
+    bc2_sqrt: torch.Tensor,
+    ok: torch.Tensor,
+    one_minus_beta1: float,
+    beta2: float,
+    one_minus_beta2: float,
+    eps: float,
+    tau: float,
+    after: list[torch.Tensor],
+) -> None:
+    adam_project_reference(
+        out_params, out_exp_avg, out_exp_avg_sq, out_target, params, grad, exp_avg, exp_avg_sq,
+        target, rows, consts, step_size, bc2_sqrt, ok, one_minus_beta1, beta2, one_minus_beta2,
+        eps, tau, after,
+    )  # fmt: skip
 
 
 @adam_project_.register_fake
