@@ -106,6 +106,11 @@ class Projector:
         for a, b in self.free:
             self._rows += [(i, min(FREE_ROW, b - i), 0.0, 0.0, 0.0) for i in range(a, b, FREE_ROW)]
         self._rows.sort()
+        ends = [0] + [start + length for start, length, *_ in self._rows]
+        if ends[-1] != self.numel or any(
+            r[0] != end or r[1] <= 0 for r, end in zip(self._rows, ends, strict=False)
+        ):  # the fused optimizer writes exactly the rows: they must tile the vector
+            raise ValueError("the row table does not tile the flat vector")
         if self.numel >= 2**31:
             raise ValueError(f"a flat vector of {self.numel} elements needs int64 offsets")
         # Made here, not on first use: a compiled update must find it a plain input.

@@ -73,12 +73,14 @@ def state_diff(a: FlashSACLearner, b: FlashSACLearner) -> dict[str, float]:
     return {k: (ta[k].double() - tb[k].double()).abs().max().item() for k in ta}
 
 
-def fused_learner(path: str, monkeypatch) -> FlashSACLearner:
-    """A tiny learner whose updates call the fused ops (their CPU implementations: the kernels'
-    gate is opened for the test)."""
+def fused_learner(path: str, monkeypatch, interpreted: bool = False) -> FlashSACLearner:
+    """A tiny learner whose updates call the fused ops (the kernels' gate is opened for the
+    test): their CPU implementations, the reference's arithmetic, or with `interpreted` the
+    Triton kernels through the interpreter (TRITON_INTERPRET=1; much slower)."""
     from flashsac_bench.learner import kernels
 
     monkeypatch.setattr(kernels, "enabled", lambda device: True)
+    monkeypatch.setattr(kernels, "cpu_interprets", interpreted and kernels.INTERPRETED)
     learner = tiny_learner(path, fused_kernels=True)
     assert learner.statics.kernels
     return learner

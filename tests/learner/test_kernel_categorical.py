@@ -1,21 +1,31 @@
 """The fused critic head (learner/kernels/categorical.py) against its references: the TD target
-and the cross-entropy (forward and backward), the Triton kernels through Triton's interpreter on
-the CPU (TRITON_INTERPRET=1, tests/conftest.py), on CUDA (gpu), and the ops in the learner."""
+and the cross-entropy with its gradient rows, the Triton kernels through Triton's interpreter
+on the CPU (TRITON_INTERPRET=1, tests/conftest.py) with every load and store bounds-checked,
+at the edges of their blocks; the ops' fake implementations, opcheck, gradients by autograd and
+torch.func, torch.compile calling the ops; on CUDA (gpu) the same at G1 sizes, compiled and
+captured."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from flashsac_bench.learner import kernels
 from flashsac_bench.learner.kernels import categorical as K
 from tests.learner.helpers import fused_learner, state_diff, tiny_learner
 
 triton = pytest.importorskip("triton", reason="the kernel tests need Triton (pip install triton)")
-CPU_ONLY = pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU run of the interpreter")
+from tests.learner.kernel_guard import bounds_checked  # noqa: E402  (needs triton)
+
+INTERPRETED = pytest.mark.skipif(
+    not kernels.INTERPRETED, reason="the CPU run of the kernels needs TRITON_INTERPRET=1"
+)
 V_MIN, V_MAX, GAMMA = -5.0, 5.0, 0.97
+# The smallest support, a CHUNK of target atoms -1 / 0 / +1, G1's 101, BLOCK_K -1 / 0.
+ATOMS = [2, 3, K.CHUNK - 1, K.CHUNK, K.CHUNK + 1, 101, K.BLOCK_K - 1, K.BLOCK_K]
 
 
-def _case(members=2, batch=6, atoms=21, device="cpu", seed=0):
+def _case(members=2, batch=5, atoms=21, device="cpu", seed=0):
     g = torch.Generator().manual_seed(seed)
 
     def randn(*shape, scale=1.0):
@@ -30,78 +40,208 @@ def _case(members=2, batch=6, atoms=21, device="cpu", seed=0):
     return logits, support, rewards, bootstrap, bonus, target
 
 
-def _td(kernel_launch, logits, support, rewards, bootstrap, bonus):
-    return kernel_launch(logits, support, rewards, bootstrap, GAMMA, bonus, V_MIN, V_MAX)
+def _td(fn, logits, support, rewards, bootstrap, bonus):
+    return fn(logits, support, rewards, bootstrap, GAMMA, bonus, V_MIN, V_MAX)
 
 
-@CPU_ONLY
-@pytest.mark.parametrize("atoms", [21, 101])
-def test_interpreted_td_target_equals_the_reference(atoms):
-    logits, support, rewards, bootstrap, bonus, _ = _case(atoms=atoms)
-    nxt = logits[:, 6:]  # the (s', a') half, a strided view as the learner passes it
+def _loss(fn, target, support):
+    """logits -> (loss + 0.3 q_mean, (loss, q_mean)) of the fused or the reference head."""
+
+    def f(x):
+        loss, q = fn(x, target, support)
+        return loss + 0.3 * q, (loss, q)
+
+    return f
+
+
+def _rows_of(logits, target, support):
+    """(ce, q, dce, dq) of the reference, the gradient rows by autograd of ce and q."""
+    x = logits.detach().clone().requires_grad_()
+    log_probs = torch.log_softmax(x, -1)
+    ce = -(target * log_probs).sum(-1)
+    q = (torch.exp(log_probs) * support).sum(-1)
+    (dce,) = torch.autograd.grad(ce.sum(), x, retain_graph=True)
+    (dq,) = torch.autograd.grad(q.sum(), x)
+    return ce.detach(), q.detach(), dce, dq
+
+
+@INTERPRETED
+@pytest.mark.parametrize("atoms", ATOMS)
+def test_td_target_op_equals_the_reference_at_block_edges(atoms):
+    logits, support, rewards, bootstrap, bonus, _ = _case(atoms=atoms, seed=atoms)
+    nxt = logits[:, 5:]  # the (s', a') half: a strided view, as the learner passes it
     want = _td(K.td_target_reference, nxt, support, rewards, bootstrap, bonus)
-
-    def interpreted(*args):
-        return K.launch_td_target(K.td_target_kernel, *args)
-
-    got = _td(interpreted, nxt, support, rewards, bootstrap, bonus)
+    with bounds_checked() as lanes:
+        got = _td(K.td_target, nxt, support, rewards, bootstrap, bonus)
+    assert lanes["stores"] == 5 * atoms  # the kernel ran, every target atom written once
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(got.sum(-1), torch.ones(6))  # mass kept
-    # A tie between the members picks the first (argmin's convention): identical logits.
-    tied = torch.stack([nxt[0], nxt[0] + 0.0])
+    torch.testing.assert_close(got.sum(-1), torch.ones(5))  # mass kept
+
+
+@INTERPRETED
+@pytest.mark.parametrize("members, batch, atoms", [(1, 1, 2), (3, 2, 7), (2, 1, 129 - 1)])
+def test_td_target_op_at_one_row_and_other_member_counts(members, batch, atoms):
+    logits, support, rewards, bootstrap, bonus, _ = _case(members, batch, atoms)
+    with bounds_checked():
+        got = _td(K.td_target, logits[:, :batch], support, rewards, bootstrap, bonus)
+    want = _td(K.td_target_reference, logits[:, :batch], support, rewards, bootstrap, bonus)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@INTERPRETED
+def test_td_target_op_breaks_ties_as_argmin():
+    logits, support, rewards, bootstrap, bonus, _ = _case(atoms=33)
+    tied = torch.stack([logits[0, :5], logits[0, :5] + 0.0])  # identical members
     torch.testing.assert_close(
-        _td(interpreted, tied, support, rewards, bootstrap, bonus),
+        _td(K.td_target, tied, support, rewards, bootstrap, bonus),
         _td(K.td_target_reference, tied, support, rewards, bootstrap, bonus),
         rtol=1e-5,
         atol=1e-6,
     )
 
 
-@CPU_ONLY
-def test_interpreted_cross_entropy_forward_and_backward_equal_autograd_of_the_reference():
+@INTERPRETED
+@pytest.mark.parametrize("atoms", ATOMS)
+def test_cross_entropy_op_equals_the_reference_at_block_edges(atoms):
+    logits, support, *_, target = _case(atoms=atoms, seed=atoms)
+    online = logits[:, :5]
+    with bounds_checked() as lanes:
+        got = torch.ops.flashsac.cross_entropy_rows(online, target, support)
+    assert lanes["stores"] == 2 * 5 * (2 + 2 * atoms)  # ce, q and both gradient rows
+    want = _rows_of(online, target, support)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    for a, b in zip(got, K.cross_entropy_rows_reference(online, target, support), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@INTERPRETED
+def test_gradients_through_the_fused_head_equal_the_references():
+    """loss + 0.3 q_mean through `cross_entropy` (the op's gradient rows attached with plain
+    ops): the same loss, q and gradient as the reference, by autograd and by torch.func."""
     logits, support, *_, target = _case(atoms=101)
-    online = logits[:, :6]
-    ce, q, lse = K.launch_cross_entropy(K.cross_entropy_kernel, online, target, support)
-    want_loss, want_q = K.cross_entropy_reference(online, target, support)
-    torch.testing.assert_close(ce.mean(), want_loss, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(q.mean(), want_q, rtol=1e-6, atol=1e-6)
-    # backward: d(loss + 0.3 * q_mean)/dlogits, by autograd through the reference
-    x = online.clone().requires_grad_()
-    loss, q_mean = K.cross_entropy_reference(x, target, support)
-    (loss + 0.3 * q_mean).backward()
-    n = ce.numel()
-    grad_ce, grad_q = torch.full_like(ce, 1.0 / n), torch.full_like(q, 0.3 / n)
-    got = K.launch_cross_entropy_backward(
-        K.cross_entropy_backward_kernel, grad_ce, grad_q, online, target, support, q, lse
+    online = logits[:, :5]
+    fused, ref = (
+        _loss(K.cross_entropy, target, support),
+        _loss(K.cross_entropy_reference, target, support),
     )
-    torch.testing.assert_close(got, x.grad, rtol=1e-5, atol=1e-8)
-
-
-def test_the_ops_differentiate_like_the_reference_under_torch_func():
-    """The ops' CPU implementations through CrossEntropyRows, under torch.func.grad as the
-    learner differentiates them: loss, q and gradient equal the reference's."""
-    logits, support, *_, target = _case(atoms=11)
-    logits = logits[:, :6]
-
-    def fused(x):
-        loss, q = K.cross_entropy(x, target, support)
-        return loss, q
-
-    def reference(x):
-        return K.cross_entropy_reference(x, target, support)
-
-    got, (loss, q) = torch.func.grad_and_value(fused, has_aux=True)(logits)
-    want, (want_loss, want_q) = torch.func.grad_and_value(reference, has_aux=True)(logits)
+    got, (loss, q) = torch.func.grad(fused, has_aux=True)(online)
+    want, (want_loss, want_q) = torch.func.grad(ref, has_aux=True)(online)
     torch.testing.assert_close((got, loss, q), (want, want_loss, want_q), rtol=1e-5, atol=1e-7)
+    x = online.clone().requires_grad_()
+    fused(x)[0].backward()
+    torch.testing.assert_close(x.grad, want, rtol=1e-5, atol=1e-7)
 
 
-def test_eager_with_the_ops_matches_the_reference(monkeypatch):
+def test_fake_implementations_match_the_real_outputs():
+    """Shapes, dtypes and strides of every output under FakeTensorMode equal the real ones
+    (the reference implementation or the interpreted kernel, whichever the CPU runs)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    logits, support, rewards, bootstrap, bonus, target = _case(atoms=33)
+    td_args = (logits[:, 5:], support, rewards, bootstrap, GAMMA, bonus, V_MIN, V_MAX)
+    calls = [
+        (torch.ops.flashsac.td_target, td_args),
+        (torch.ops.flashsac.cross_entropy_rows, (logits[:, :5], target, support)),
+    ]
+    for op, args in calls:
+        real = op(*args)
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            fake_args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+            fake = op(*fake_args)
+        real, fake = (x if isinstance(x, tuple) else (x,) for x in (real, fake))
+        for r, f in zip(real, fake, strict=True):
+            assert (f.shape, f.dtype, f.stride()) == (r.shape, r.dtype, r.stride())
+
+
+@pytest.mark.parametrize("interpreted", [True, False])
+def test_opcheck(interpreted, monkeypatch):
+    if interpreted and not kernels.INTERPRETED:
+        pytest.skip("the CPU run of the kernels needs TRITON_INTERPRET=1")
+    monkeypatch.setattr(kernels, "cpu_interprets", interpreted)
+    logits, support, rewards, bootstrap, bonus, target = _case(atoms=33)
+    td_args = (logits[:, 5:], support, rewards, bootstrap, GAMMA, bonus, V_MIN, V_MAX)
+    torch.library.opcheck(torch.ops.flashsac.td_target.default, td_args)
+    ce_args = (logits[:, :5].contiguous(), target, support)
+    torch.library.opcheck(torch.ops.flashsac.cross_entropy_rows.default, ce_args)
+
+
+@INTERPRETED
+def test_launches_reject_what_the_kernels_cannot_index():
+    logits, support, rewards, bootstrap, bonus, target = _case(atoms=K.BLOCK_K + 1)
+    with pytest.raises(ValueError, match="atoms"):
+        K.cross_entropy(logits[:, :5], target, support)
+    logits, support, rewards, bootstrap, bonus, target = _case(atoms=21)
+    with pytest.raises(ValueError, match="float32"):
+        K.cross_entropy(logits[:, :5].double(), target, support)
+    with pytest.raises(ValueError, match="shape"):
+        _td(K.td_target, logits[:, 5:], support, rewards[:4], bootstrap, bonus)
+    with pytest.raises(ValueError, match="shape"):
+        K.cross_entropy(logits[:, :5], target[:, :20], support)
+    with pytest.raises(ValueError, match="atoms"):
+        K.cross_entropy(logits[:, :5, :1], target[:, :1], support[:1])
+    with pytest.raises(ValueError, match="unit stride"):
+        kernels.require("x", logits[..., ::2], logits.device, torch.float32, contiguous=False)
+    with pytest.raises(ValueError, match="not contiguous"):
+        kernels.require("x", target.t(), target.device, torch.float32)
+
+
+def _compiled_head(backend: str):
+    """A compiled (fullgraph) function of the learner's shape: the target by the TD-target op,
+    the loss's gradient by torch.func through the cross-entropy op."""
+
+    def head(logits, support, rewards, bootstrap, bonus):
+        batch = logits.shape[1] // 2
+        with torch.no_grad():
+            nxt = logits[:, batch:]
+            target = _td(K.td_target, nxt, support, rewards, bootstrap, bonus)
+        loss = _loss(K.cross_entropy, target, support)
+        return torch.func.grad(loss, has_aux=True)(logits[:, :batch])
+
+    torch._dynamo.reset()
+    return head, torch.compile(head, fullgraph=True, backend=backend)
+
+
+@INTERPRETED
+def test_compiled_function_calling_the_ops_equals_eager():
+    """Dynamo and AOTAutograd (aot_eager) around the ops: the ops are called, not traced."""
+    args = _case(atoms=33)[:5]
+    eager, compiled = _compiled_head("aot_eager")
+    torch.testing.assert_close(compiled(*args), eager(*args), rtol=0, atol=0)
+
+
+@INTERPRETED
+@pytest.mark.slow
+def test_inductor_compiled_function_calling_the_ops_equals_eager():
+    args = _case(atoms=101)[:5]
+    eager, compiled = _compiled_head("inductor")
+    torch.testing.assert_close(compiled(*args), eager(*args), rtol=1e-6, atol=1e-7)
+
+
+def test_eager_learner_with_the_ops_matches_the_reference(monkeypatch):
     plain = tiny_learner("eager")
     fused = fused_learner("eager", monkeypatch)
     for _ in range(2):
         fused.update()
         plain.update()
     assert max(state_diff(fused, plain).values()) < 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("atoms", ATOMS)
+def test_cuda_kernels_equal_the_references_at_block_edges(atoms):
+    logits, support, rewards, bootstrap, bonus, target = _case(batch=37, atoms=atoms, device="cuda")
+    nxt, online = logits[:, 37:], logits[:, :37]
+    torch.testing.assert_close(
+        _td(K.td_target, nxt, support, rewards, bootstrap, bonus),
+        _td(K.td_target_reference, nxt, support, rewards, bootstrap, bonus),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    got = torch.ops.flashsac.cross_entropy_rows(online, target, support)
+    for a, b in zip(got, _rows_of(online, target, support), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    torch.cuda.synchronize()
 
 
 @pytest.mark.gpu
@@ -114,11 +254,25 @@ def test_cuda_kernels_equal_the_references_at_g1_sizes():
         rtol=1e-5,
         atol=1e-6,
     )
-    x = online.clone().requires_grad_()
-    loss, q = K.cross_entropy(x, target, support)
-    (loss + 0.3 * q).backward()
-    y = online.clone().requires_grad_()
-    want_loss, want_q = K.cross_entropy_reference(y, target, support)
-    (want_loss + 0.3 * want_q).backward()
+    fused, ref = (
+        _loss(K.cross_entropy, target, support),
+        _loss(K.cross_entropy_reference, target, support),
+    )
+    got, (loss, q) = torch.func.grad(fused, has_aux=True)(online)
+    want, (want_loss, want_q) = torch.func.grad(ref, has_aux=True)(online)
     torch.testing.assert_close((loss, q), (want_loss, want_q), rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(x.grad, y.grad, rtol=1e-4, atol=1e-9)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-9)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_cuda_inductor_calls_and_captures_the_ops(mode):
+    """Inductor compiles a function calling the ops (its own CUDA graphs with
+    reduce-overhead): the same values as eager, three calls in a row."""
+    args = _case(batch=256, atoms=101, device="cuda")[:5]
+    eager, _ = _compiled_head("inductor")
+    compiled = torch.compile(eager, fullgraph=True, mode=mode)
+    want = eager(*args)
+    for _ in range(3):
+        torch.testing.assert_close(compiled(*args), want, rtol=1e-5, atol=1e-7)
+    torch.cuda.synchronize()

@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_fused_kernel_compiles_for_sm90(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(TRITON_CACHE_DIR=str(tmp_path / "triton"), TRITON_DEFAULT_FP_FUSION="1")
+    # This checkout's kernels, not those of wherever the package is installed from.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     script = ROOT / "tests/learner/kernel_aot.py"
     proc = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=ROOT
@@ -24,4 +26,4 @@ def test_every_fused_kernel_compiles_for_sm90(tmp_path):
     if "No module named" in proc.stderr and "backends" in proc.stderr:
         pytest.skip("this Triton has no CUDA backend")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert proc.stdout.count("ok ") == 5
+    assert proc.stdout.count("ok ") == 4

@@ -8,6 +8,8 @@ pointwise pass that recomputes Adam and writes; here each program owns rows of t
 (`Projector.row_table`): it reads a row, computes the Adam candidate and its squared norm, then
 recomputes it (the row is cached) and writes the projected, gated values. Rows longer than
 BLOCK are walked in BLOCK chunks; the norm sums BLOCK lanes then the lanes, in a fixed order.
+Every lane is masked to its row (`off + lanes < length`) and to the vector (`at < numel`, so a
+wrong row table cannot reach past the tensors); offsets are int64.
 
 The op writes into its `out_*` tensors, which may be the inputs themselves (the eager and
 cudagraph paths write the state in place; under torch.compile the op is functionalized and
@@ -19,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from flashsac_bench.learner.adam import AdamConfig, adam_apply
-from flashsac_bench.learner.kernels import HAVE_TRITON
+from flashsac_bench.learner.kernels import HAVE_TRITON, register, require
 from flashsac_bench.learner.projection import Projector
 
 BLOCK = 256  # elements per chunk of a row
@@ -71,6 +73,7 @@ def step(
     the op has overwritten what it reads."""
     params, grad, exp_avg, exp_avg_sq, target, step_size, bc2_sqrt, ok = tensors
     assert params is not None and exp_avg is not None and exp_avg_sq is not None  # only target
+    assert ok is not None
     if out is None:
         fresh = torch.empty_like
         out = (
@@ -87,7 +90,10 @@ def step(
         consts,
         step_size,
         bc2_sqrt,
-        ok,
+        # The flag as 1.0 / 0.0: compiled code then materializes it as fp32, never as a bool
+        # output of a fused kernel (the one kernel kind that only this op made Inductor emit,
+        # and the one Triton 3.6 failed to build on the GPU with torch 2.11).
+        ok.to(torch.float32),
         float(1.0 - cfg.beta1),
         float(cfg.beta2),
         float(1.0 - cfg.beta2),
@@ -98,6 +104,51 @@ def step(
     return out
 
 
+def adam_project_reference(
+    out_params: torch.Tensor,
+    out_exp_avg: torch.Tensor,
+    out_exp_avg_sq: torch.Tensor,
+    out_target: torch.Tensor | None,
+    params: torch.Tensor,
+    grad: torch.Tensor,
+    exp_avg: torch.Tensor,
+    exp_avg_sq: torch.Tensor,
+    target: torch.Tensor | None,
+    rows: torch.Tensor,
+    consts: torch.Tensor,
+    step_size: torch.Tensor,
+    bc2_sqrt: torch.Tensor,
+    ok: torch.Tensor,
+    one_minus_beta1: float,
+    beta2: float,
+    one_minus_beta2: float,
+    eps: float,
+    tau: float,
+    after: list[torch.Tensor],
+) -> None:
+    """The default implementation: the reference's arithmetic on the row table (the CPU's
+    without the interpreter; the learner runs `reference` itself on the CPU)."""
+    m = torch.lerp(exp_avg, grad, one_minus_beta1)
+    v = exp_avg_sq * beta2 + one_minus_beta2 * grad * grad
+    new = params - step_size * m / (v.sqrt() / bc2_sqrt + eps)
+    starts, lengths = rows.long().unbind(-1)
+    row_of = torch.repeat_interleave(torch.arange(len(starts), device=rows.device), lengths)
+    sums = new.new_zeros(len(starts)).index_add_(0, row_of, new * new)
+    numer, inner, floor = consts.unbind(-1)
+    norm = torch.sqrt(sums + inner).clamp_min(floor)
+    factor = torch.where(numer > 0, numer / norm, 1.0)
+    new = new * factor[row_of]
+    flag = ok != 0  # the finite flag, 1.0 / 0.0
+    if out_target is not None:
+        assert target is not None  # out_target is the target's next value
+        out_target.copy_(torch.where(flag, torch.lerp(target, new, tau), target))
+    out_params.copy_(torch.where(flag, new, params))
+    out_exp_avg.copy_(torch.where(flag, m, exp_avg))
+    out_exp_avg_sq.copy_(torch.where(flag, v, exp_avg_sq))
+
+
+# Declared with the decorator over a function that calls the reference arithmetic (the interop
+# cross-check re-executes this module with the decorator stubbed).
 @torch.library.custom_op(
     "flashsac::adam_project_",
     mutates_args=("out_params", "out_exp_avg", "out_exp_avg_sq", "out_target"),
@@ -124,24 +175,11 @@ def adam_project_(
     tau: float,
     after: list[torch.Tensor],
 ) -> None:
-    """The CPU implementation: the reference's arithmetic on the row table (for the op's
-    plumbing tests; the learner runs `reference` itself on the CPU)."""
-    m = torch.lerp(exp_avg, grad, one_minus_beta1)
-    v = exp_avg_sq * beta2 + one_minus_beta2 * grad * grad
-    new = params - step_size * m / (v.sqrt() / bc2_sqrt + eps)
-    starts, lengths = rows.long().unbind(-1)
-    row_of = torch.repeat_interleave(torch.arange(len(starts)), lengths)
-    sums = torch.zeros(len(starts), dtype=new.dtype).index_add_(0, row_of, new * new)
-    numer, inner, floor = consts.unbind(-1)
-    norm = torch.sqrt(sums + inner).clamp_min(floor)
-    factor = torch.where(numer > 0, numer / norm, 1.0)
-    new = new * factor[row_of]
-    if out_target is not None:
-        assert target is not None  # out_target is the target's next value
-        out_target.copy_(torch.where(ok, torch.lerp(target, new, tau), target))
-    out_params.copy_(torch.where(ok, new, params))
-    out_exp_avg.copy_(torch.where(ok, m, exp_avg))
-    out_exp_avg_sq.copy_(torch.where(ok, v, exp_avg_sq))
+    adam_project_reference(
+        out_params, out_exp_avg, out_exp_avg_sq, out_target, params, grad, exp_avg, exp_avg_sq,
+        target, rows, consts, step_size, bc2_sqrt, ok, one_minus_beta1, beta2, one_minus_beta2,
+        eps, tau, after,
+    )  # fmt: skip
 
 
 @adam_project_.register_fake
@@ -187,6 +225,7 @@ if HAVE_TRITON:
         step_size_ptr,
         bc2_sqrt_ptr,
         ok_ptr,
+        numel,
         one_minus_beta1,
         beta2,
         one_minus_beta2,
@@ -195,29 +234,30 @@ if HAVE_TRITON:
         HAS_TARGET: tl.constexpr,
         BLOCK: tl.constexpr,
     ):
-        row = tl.program_id(0)
-        start = tl.load(rows_ptr + 2 * row)
+        row = tl.program_id(0).to(tl.int64)
+        start = tl.load(rows_ptr + 2 * row).to(tl.int64)
         length = tl.load(rows_ptr + 2 * row + 1)
         numer = tl.load(consts_ptr + 3 * row)
         inner = tl.load(consts_ptr + 3 * row + 1)
         floor = tl.load(consts_ptr + 3 * row + 2)
         step_size = tl.load(step_size_ptr)
         bc2_sqrt = tl.load(bc2_sqrt_ptr)
-        ok = tl.load(ok_ptr) != 0
+        ok = tl.load(ok_ptr) != 0.0
         lanes = tl.arange(0, BLOCK)
         squares = tl.zeros([BLOCK], dtype=tl.float32)
         for off in range(0, length, BLOCK):
-            mask = off + lanes < length
+            at = start + off + lanes
+            mask = (off + lanes < length) & (at < numel)
             _, _, _, new, _, _ = _adam(
-                p_ptr, g_ptr, m_ptr, v_ptr, start + off + lanes, mask,
+                p_ptr, g_ptr, m_ptr, v_ptr, at, mask,
                 step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps,
             )  # fmt: skip
             squares += tl.where(mask, new * new, 0.0)
         norm = tl.maximum(tl.sqrt_rn(tl.sum(squares, axis=0) + inner), floor)
         factor = tl.where(numer > 0.0, tl.div_rn(numer, norm), 1.0)
         for off in range(0, length, BLOCK):
-            mask = off + lanes < length
             at = start + off + lanes
+            mask = (off + lanes < length) & (at < numel)
             p, m, v, new, m2, v2 = _adam(
                 p_ptr, g_ptr, m_ptr, v_ptr, at, mask,
                 step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps,
@@ -233,8 +273,30 @@ if HAVE_TRITON:
     def launch(kernel, out_params, out_exp_avg, out_exp_avg_sq, out_target, params, grad,
                exp_avg, exp_avg_sq, target, rows, consts, step_size, bc2_sqrt, ok,
                one_minus_beta1, beta2, one_minus_beta2, eps, tau, after=()) -> None:  # fmt: skip
-        """Launch `kernel` (adam_project_kernel, or its interpreted twin in the tests)."""
+        """Launch `kernel` (adam_project_kernel) after checking every tensor it indexes."""
         has_target = target is not None
+        if has_target != (out_target is not None):
+            raise ValueError("target and out_target: both tensors or both None")
+        dev, n = params.device, params.numel()
+        flat = [
+            ("params", params), ("grad", grad), ("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq),
+            ("out_params", out_params), ("out_exp_avg", out_exp_avg),
+            ("out_exp_avg_sq", out_exp_avg_sq),
+        ]  # fmt: skip
+        if has_target:
+            flat += [("target", target), ("out_target", out_target)]
+        for name, t in flat:
+            require(name, t, dev, torch.float32, (n,))
+        if n >= 2**31:
+            raise ValueError(f"a flat vector of {n} elements needs a wider row table")
+        require("rows", rows, dev, torch.int32, (rows.shape[0], 2))
+        require("consts", consts, dev, torch.float32, (rows.shape[0], 3))
+        for name, t in (("step_size", step_size), ("bc2_sqrt", bc2_sqrt), ("ok", ok)):
+            require(name, t, dev, torch.float32, tuple(t.shape))
+            if t.numel() != 1:
+                raise ValueError(f"fused kernel argument {name!r}: one element, not {t.numel()}")
+        if rows.shape[0] == 0:
+            return
         kernel[(rows.shape[0],)](
             params,
             grad,
@@ -250,6 +312,7 @@ if HAVE_TRITON:
             step_size,
             bc2_sqrt,
             ok,
+            n,
             one_minus_beta1,
             beta2,
             one_minus_beta2,
@@ -258,8 +321,10 @@ if HAVE_TRITON:
             HAS_TARGET=has_target,
             BLOCK=BLOCK,
             num_warps=NUM_WARPS,
+            enable_fp_fusion=False,
         )
 
-    @adam_project_.register_kernel("cuda")
-    def _(*args) -> None:
+    def _adam_project_kernel(*args) -> None:
         launch(adam_project_kernel, *args)
+
+    register(adam_project_, _adam_project_kernel, adam_project_reference)
