@@ -21,11 +21,12 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from flashsac_bench.cli import errors, preflight
 from flashsac_bench.cli.errors import Aborted, UsageError
@@ -266,16 +267,42 @@ def main(app: Callable[[], Any]) -> None:
         plan = _preflight(argv)
         app()
     except KeyboardInterrupt as err:
+        _abort_on_another_signal()
         _after_sweep_interrupt(plan, argv)
         if errors.debug_enabled():
             raise
         text = str(err) if isinstance(err, Aborted) else "aborted"
         print(f"flashsac_bench: {errors.one_line(text)}", file=sys.stderr)
-        raise SystemExit(err.code if isinstance(err, Aborted) else 130) from None
+        _exit_now(err.code if isinstance(err, Aborted) else 130)
     except SystemExit as err:
         if err.code not in (0, None, 1, 2):  # 128 + signal: an interrupted run
+            _abort_on_another_signal()
             _after_sweep_interrupt(plan, argv)
         raise
+
+
+def _abort_on_another_signal() -> None:
+    """The command is ending on a signal (its run's files are written): another SIGINT or
+    SIGTERM ends the process at once, in one line, wherever the main thread is (the sweep's
+    comparison, the interpreter's exit), instead of a KeyboardInterrupt's traceback."""
+
+    def abort(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        os.write(2, f"flashsac_bench: aborted by a second {name} while ending\n".encode())
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, abort)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End a command that a signal stopped at once, without the interpreter's exit: its run's
+    files are written and closed, and that exit would wait for torch's compile workers to
+    finish the kernel each compiles (seconds), which die with this process instead."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()  # the run's log file, flushed and closed
+    os._exit(code)
 
 
 def _preflight(argv: list[str]) -> preflight.Plan | None:
