@@ -70,18 +70,16 @@ def check_job(cfg: Any, run_dir: Path) -> Config:
 
 
 def cpu_warnings(plan: preflight.Plan) -> list[str]:
-    """Up-front warnings for jobs that will run (long CPU runs)."""
-    from flashsac_bench.cli.runtime_estimate import cpu_warning
+    """The up-front warning for jobs that will run long on the CPU: a run's, or one line with
+    a sweep's total."""
+    from flashsac_bench.cli.runtime_estimate import cpu_warning, sweep_cpu_warning
 
-    out = []
-    for job in plan.jobs:
-        if job.options is None:
-            continue
-        text = cpu_warning(job.options)
-        if text:
-            prefix = f"job {job.index}: " if plan.multirun else ""
-            out.append(prefix + text)
-    return out
+    configs = [job.options for job in plan.jobs]
+    if plan.multirun:
+        text = sweep_cpu_warning(configs)
+    else:
+        text = cpu_warning(configs[0]) if configs and configs[0] is not None else None
+    return [text] if text else []
 
 
 # ---------------------------------------------------------------------------- one run
