@@ -80,7 +80,8 @@ class Signals:
         self._old_wakeup: int | None = None
         self._pipe: tuple[int, int] | None = None
         self._handled = 0
-        self._raised: tuple[int, float] | None = None  # StartInterrupted raised: (signum, when)
+        # (signum, when) of the exception raised to end the run at once
+        self._raised: tuple[int, float] | None = None
         self._old_unraisable = sys.unraisablehook
         self._done = threading.Event()
         self._watchdog: threading.Thread | None = None
@@ -106,7 +107,7 @@ class Signals:
     def _unraisable(self, unraisable: Any) -> None:
         """The handler's exception raised inside a callback whose caller cannot raise it (a
         finalizer, a callback from native code) is not reported as "Exception ignored": the
-        watchdog ends the setup it could not stop; anything else is reported as before."""
+        watchdog ends the run it could not stop; anything else is reported as before."""
         if isinstance(unraisable.exc_value, KeyboardInterrupt) and self._raised is not None:
             return
         self._old_unraisable(unraisable)
