@@ -366,7 +366,8 @@ def sb3_curve(run_dir: Path, launch_unix: float) -> Curve | None:
         reached = int(json.loads((run_dir / "meta.json").read_text())["num_timesteps"])
     except (OSError, KeyError, ValueError, TypeError):
         reached = 0
-    curve, window = Curve([], [], [], reached), []
+    curve = Curve([], [], [], reached)
+    window: list[float] = []
     for line in lines:
         try:
             ep = json.loads(line)

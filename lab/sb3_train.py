@@ -114,6 +114,8 @@ def evaluate(model: Any, env_id: str, episodes: int) -> dict[str, Any]:
         )
     finally:
         env.close()
+    # return_episode_rewards=True: per-episode lists, not the (mean, std) pair
+    assert isinstance(returns, list) and isinstance(lengths, list)
     lengths = [int(n) for n in lengths]
     return {"episodes": episodes, "returns": [float(r) for r in returns], "lengths": lengths}
 

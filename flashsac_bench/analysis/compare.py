@@ -1,9 +1,13 @@
 """Sweep comparison: comparison.csv / .md / .png from any set of run dirs (one row per run).
 
-Used by the Hydra callback at the end of every multirun and by `scripts/compare.py DIR...`.
-A DIR is a run dir (holds summary.json) or a sweep dir (its sub-dirs hold them). A run whose
-summary says "running" but whose writer is gone (SIGKILL, a full disk) is listed as `stale`,
-with its last checkpoint (runner.liveness).
+Used by the Hydra callback at the end of every multirun, by `scripts/compare.py DIR...` and,
+its medians table only, by `python -m flashsac_bench.summary DIR...`. A DIR is a run dir (holds
+summary.json) or a sweep dir (its sub-dirs hold them). A run whose summary says "running" but
+whose writer is gone (SIGKILL, a full disk) is listed as `stale`, with its last checkpoint
+(runner.liveness).
+
+comparison.md leads with the medians table (`medians_table`: what a reader compares first, a
+dozen columns at most) and then gives every statistic (`markdown_table`).
 
 % reduction columns compare each run with the eager run(s) of the same task, update ratio and
 setup (task, updates_per_step, policy_frequency, num_envs, batch_size, device, dtype); several
@@ -18,7 +22,6 @@ import logging
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,7 @@ import pandas as pd
 
 from flashsac_bench.runner.liveness import run_state
 from flashsac_bench.runner.summary import SUMMARY_NAME, TIMINGS
-from flashsac_bench.runner.writes import atomic_write_text
+from flashsac_bench.runner.writes import atomic_write, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,7 @@ def _row(run_dir: Path, s: dict[str, Any]) -> dict[str, Any]:
         "iterations_done": s.get("iterations_done"),
         "num_samples": s.get("num_samples"),
         "cold_start_s": s.get("cold_start_s"),
+        "compiled_code": _compiled_code(s.get("compile") or {}),
     }
     for timing in TIMINGS:
         stats = s.get(timing) or {}
@@ -108,6 +112,17 @@ def _row(run_dir: Path, s: dict[str, Any]) -> dict[str, Any]:
     row["return"] = rows[-1].get("episode_return_mean") if rows else None
     row["run_dir"] = str(run_dir)
     return row
+
+
+def _compiled_code(compile_info: dict[str, Any]) -> str | None:
+    """Where the run's compiled update came from: "compiled" (it paid the compile), "loaded"
+    (an earlier run of the same shapes compiled it: a sweep's later jobs), None (nothing
+    compiled: eager)."""
+    if compile_info.get("artifacts_compiled"):
+        return "compiled"
+    if compile_info.get("artifacts_loaded"):
+        return "loaded"
+    return None
 
 
 def comparison_frame(run_dirs: Sequence[Path]) -> pd.DataFrame:
@@ -136,11 +151,15 @@ def _add_reductions(df: pd.DataFrame) -> None:
     }
     for col in cols.values():
         df[col] = math.nan
+    df["iter_speedup_median"] = math.nan
     keys = [k for k in BASELINE_KEYS if k in df.columns]
     for _, group in df.groupby(keys, dropna=False, sort=False):
         eager = group[group["path"] == "eager"]
         if eager.empty:
             continue
+        base = pd.to_numeric(eager["iter_ms_median"], errors="coerce").mean()
+        values = pd.to_numeric(group["iter_ms_median"], errors="coerce")
+        df.loc[group.index, "iter_speedup_median"] = base / values
         for (timing, stat), col in cols.items():
             base = pd.to_numeric(eager[f"{timing}_{stat}"], errors="coerce").mean()
             if not base or math.isnan(base):
@@ -159,8 +178,62 @@ def _fmt(value: Any, digits: int) -> str:
     return str(value)
 
 
+MEDIANS_NOTE = (
+    "Medians in ms per iteration over each run's summary rows. `iter vs eager`: the iteration "
+    "median of the eager run of the same update ratio and setup over this run's (2.00x: twice "
+    "as fast). `cold start s (this job)`: this job's own setup, compile and capture included; "
+    "`compiled`: it compiled its update, `loaded`: it loaded what an earlier run of the same "
+    "shapes compiled (a sweep's later jobs do), so the figure depends on the job's place in "
+    "the sweep.\n"
+)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return fmt.format(value) if fmt else str(value)
+
+
+def medians_table(df: pd.DataFrame) -> str:
+    """The comparison's lead: one row per run, the medians a reader compares first, padded so
+    that it reads as plain text too (markdown)."""
+    columns: list[tuple[str, str, str]] = [("run", "run", "")]
+    if df["task"].nunique(dropna=False) > 1:
+        columns.append(("task", "task", ""))
+    columns += [
+        ("update", "update", ""),
+        ("path", "path", ""),
+        ("status", "status", ""),
+        ("learner_train_ms_median", "learner ms", "{:.2f}"),
+        ("collector_cycle_ms_median", "collector ms", "{:.2f}"),
+        ("iter_ms_median", "iter ms", "{:.2f}"),
+        ("iter_speedup_median", "iter vs eager", "{:.2f}x"),
+        ("cold_start_s", "cold start s (this job)", "{:.1f}"),
+        ("return", "return", "{:.2f}"),
+    ]
+    rows = []
+    for _, r in df.iterrows():
+        row = [_cell(r.get(c), f) for c, _, f in columns]
+        code = r.get("compiled_code")
+        if isinstance(code, str) and row[-2] != "-":
+            row[-2] += f" {code}"
+        rows.append(row)
+    heads = [title for _, title, _ in columns]
+    widths = [max(len(x) for x in col) for col in zip(heads, *rows, strict=True)]
+    right = [bool(f) for _, _, f in columns]
+
+    def line(cells: list[str]) -> str:
+        padded = [
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    sep = "|".join("-" * (w + 1) + (":" if r else "-") for w, r in zip(widths, right, strict=True))
+    return "\n".join([line(heads), f"|{sep}|", *map(line, rows)]) + "\n"
+
+
 def markdown_table(df: pd.DataFrame) -> str:
-    """A GitHub-markdown table of the comparison (no tabulate dependency)."""
+    """A GitHub-markdown table of every statistic of the comparison (no tabulate dependency)."""
     columns: list[tuple[str, str, int]] = [
         ("run", "run", 0),
         ("task", "task", 0),
@@ -180,7 +253,7 @@ def markdown_table(df: pd.DataFrame) -> str:
         ("learner_reduction_median_pct", "learner -% (median)", 1),
         ("iter_reduction_mean_pct", "iter -% (mean)", 1),
         ("iter_reduction_median_pct", "iter -% (median)", 1),
-        ("cold_start_s", "cold start s", 1),
+        ("cold_start_s", "cold start s (this job)", 1),
         ("return", "return", 1),
     ]
     head = "| " + " | ".join(title for _, title, _ in columns) + " |"
@@ -220,14 +293,8 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     ax.set_title("flashsac_bench: learner / collector / iteration time")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png", dpi=120)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Written as every output is: a temp file renamed over it, with the mode the umask gives.
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=120), "comparison plot")
 
 
 def write_comparison(
@@ -248,7 +315,11 @@ def write_comparison(
         "\nTimes in ms per iteration over each run's summary rows. `-%` columns: reduction vs "
         "the eager run of the same update ratio and setup (positive = faster).\n"
     )
-    atomic_write_text(files["comparison.md"], title + markdown_table(df) + note)
+    text = (
+        f"{title}{medians_table(df)}\n{MEDIANS_NOTE}\n## Every statistic\n\n"
+        f"{markdown_table(df)}{note}"
+    )
+    atomic_write_text(files["comparison.md"], text)
     plot(df, files["comparison.png"])
     return files
 

@@ -14,10 +14,13 @@ rebuilds from the checkpoint, as evaluate does.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import logging
 import sys
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,21 +82,41 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxscript"))
 
 
+@contextlib.contextmanager
+def _quiet_onnx_exporter() -> Iterator[None]:
+    """The export prints only its own lines: torch's ONNX exporter reports its steps
+    (`verbose=False` below), logs a warning per torchvision op it cannot register and passes on
+    its dependencies' deprecation warnings, none of which concern this policy (a failure
+    still raises). Only here: torch's logging and warning filters are restored after."""
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        logger.setLevel(level)
+
+
 def export_onnx(module: DeterministicActor, path: Path) -> Path:
     """ONNX through torch.export (dynamic batch dimension). Needs `onnx` and `onnxscript`."""
     example = torch.zeros(2, module.obs_dim, device=module.actor_params.device)
     batch = torch.export.Dim("batch", min=1)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.onnx.export(
-        module,
-        (example,),
-        str(path),
-        input_names=["obs"],
-        output_names=["action"],
-        dynamo=True,
-        dynamic_shapes={"obs": {0: batch}},
-        external_data=False,
-    )
+    with _quiet_onnx_exporter():
+        torch.onnx.export(
+            module,
+            (example,),
+            str(path),
+            input_names=["obs"],
+            output_names=["action"],
+            dynamo=True,
+            dynamic_shapes={"obs": {0: batch}},
+            external_data=False,
+            verbose=False,
+        )
     return path
 
 

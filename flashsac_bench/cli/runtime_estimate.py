@@ -68,10 +68,13 @@ class Estimate:
     iterations: int
 
     def text(self) -> str:
-        t = self.total_s
-        if t >= 3600:
-            return f"{t / 3600:.1f} h"
-        return f"{t / 60:.0f} min" if t >= 60 else f"{t:.0f} s"
+        return duration_text(self.total_s)
+
+
+def duration_text(t: float) -> str:
+    if t >= 3600:
+        return f"{t / 3600:.1f} h"
+    return f"{t / 60:.0f} min" if t >= 60 else f"{t:.0f} s"
 
 
 def estimate_cpu_run(config: Config, cores: int | None = None) -> Estimate:
@@ -101,18 +104,54 @@ def estimate_cpu_run(config: Config, cores: int | None = None) -> Estimate:
     return Estimate(total, env_s, learn_s, iter_s, warmup, config.run.iterations)
 
 
-def cpu_warning(config: Config, cores: int | None = None) -> str | None:
-    """The up-front warning for a long CPU run, or None (a GPU run, a short one, or a task
-    other than the G1, whose env cost the model was not fitted to)."""
+def _estimated(config: Config, cores: int | None) -> Estimate | None:
+    """The estimate of a CPU run of the G1 task, else None (a GPU run, or a task other than the
+    G1, whose env cost the model was not fitted to)."""
     if config.hardware.resolved_device() != "cpu" or not isinstance(config.task, TaskConfig):
         return None
-    est = estimate_cpu_run(config, cores)
-    if est.total_s < WARN_AFTER_S:
-        return None
-    c = config
+    return estimate_cpu_run(config, cores)
+
+
+def _setting(c: Config, est: Estimate) -> str:
     return (
-        f"warning: this run would take about {est.text()} on the CPU ({c.run.num_envs} envs, "
-        f"batch {c.replay.batch_size}, {c.update.name}, {c.run.iterations} iterations, "
-        f"~{est.iter_s:.1f} s per iteration by flashsac_bench/cli/runtime_estimate.py); the "
-        "presets without +experiment are sized for a GPU. For a quick CPU run use +experiment=smoke"
+        f"{c.run.num_envs} envs, batch {c.replay.batch_size}, {c.update.name}, "
+        f"{c.run.iterations} iterations, ~{est.iter_s:.1f} s per iteration"
+    )
+
+
+_WHY = (
+    "by flashsac_bench/cli/runtime_estimate.py); the presets without +experiment are sized for "
+    "a GPU. For a quick CPU {what} use +experiment=smoke"
+)
+
+
+def cpu_warning(config: Config, cores: int | None = None) -> str | None:
+    """The up-front warning for a long CPU run, or None (a short one, or one the model does
+    not cover)."""
+    est = _estimated(config, cores)
+    if est is None or est.total_s < WARN_AFTER_S:
+        return None
+    return (
+        f"warning: this run would take about {est.text()} on the CPU ({_setting(config, est)} "
+        + _WHY.format(what="run")
+    )
+
+
+def sweep_cpu_warning(configs: list[Config | None], cores: int | None = None) -> str | None:
+    """The up-front warning for a sweep whose CPU jobs would take long in all: one line with
+    the total of its jobs (the basic launcher runs them one after another) and the longest.
+    configs[k]: job k's config (None: a job that will not run)."""
+    estimates = [
+        (k, c, e)
+        for k, c in enumerate(configs)
+        if c is not None and (e := _estimated(c, cores)) is not None
+    ]
+    total = sum(e.total_s for _, _, e in estimates)
+    if total < WARN_AFTER_S:
+        return None
+    k, c, est = max(estimates, key=lambda kce: kce[2].total_s)
+    return (
+        f"warning: this sweep's {len(configs)} jobs would take about {duration_text(total)} "
+        f"on the CPU in all (the longest, job {k}: {est.text()}; {_setting(c, est)} "
+        + _WHY.format(what="sweep")
     )

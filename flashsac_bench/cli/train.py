@@ -21,11 +21,12 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from flashsac_bench.cli import errors, preflight
 from flashsac_bench.cli.errors import Aborted, UsageError
@@ -69,18 +70,16 @@ def check_job(cfg: Any, run_dir: Path) -> Config:
 
 
 def cpu_warnings(plan: preflight.Plan) -> list[str]:
-    """Up-front warnings for jobs that will run (long CPU runs)."""
-    from flashsac_bench.cli.runtime_estimate import cpu_warning
+    """The up-front warning for jobs that will run long on the CPU: a run's, or one line with
+    a sweep's total."""
+    from flashsac_bench.cli.runtime_estimate import cpu_warning, sweep_cpu_warning
 
-    out = []
-    for job in plan.jobs:
-        if job.options is None:
-            continue
-        text = cpu_warning(job.options)
-        if text:
-            prefix = f"job {job.index}: " if plan.multirun else ""
-            out.append(prefix + text)
-    return out
+    configs = [job.options for job in plan.jobs]
+    if plan.multirun:
+        text = sweep_cpu_warning(configs)
+    else:
+        text = cpu_warning(configs[0]) if configs and configs[0] is not None else None
+    return [text] if text else []
 
 
 # ---------------------------------------------------------------------------- one run
@@ -266,16 +265,42 @@ def main(app: Callable[[], Any]) -> None:
         plan = _preflight(argv)
         app()
     except KeyboardInterrupt as err:
+        _abort_on_another_signal()
         _after_sweep_interrupt(plan, argv)
         if errors.debug_enabled():
             raise
         text = str(err) if isinstance(err, Aborted) else "aborted"
         print(f"flashsac_bench: {errors.one_line(text)}", file=sys.stderr)
-        raise SystemExit(err.code if isinstance(err, Aborted) else 130) from None
+        _exit_now(err.code if isinstance(err, Aborted) else 130)
     except SystemExit as err:
         if err.code not in (0, None, 1, 2):  # 128 + signal: an interrupted run
+            _abort_on_another_signal()
             _after_sweep_interrupt(plan, argv)
         raise
+
+
+def _abort_on_another_signal() -> None:
+    """The command is ending on a signal (its run's files are written): another SIGINT or
+    SIGTERM ends the process at once, in one line, wherever the main thread is (the sweep's
+    comparison, the interpreter's exit), instead of a KeyboardInterrupt's traceback."""
+
+    def abort(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        os.write(2, f"flashsac_bench: aborted by a second {name} while ending\n".encode())
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, abort)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End a command that a signal stopped at once, without the interpreter's exit: its run's
+    files are written and closed, and that exit would wait for torch's compile workers to
+    finish the kernel each compiles (seconds), which die with this process instead."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()  # the run's log file, flushed and closed
+    os._exit(code)
 
 
 def _preflight(argv: list[str]) -> preflight.Plan | None:

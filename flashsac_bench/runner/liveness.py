@@ -97,7 +97,8 @@ def _process_alive(writer: dict[str, Any]) -> bool | None:
 
 class Heartbeat:
     """Rewrites run_dir/heartbeat.json every `every_s` seconds from a daemon thread (so that
-    long compiles and slow iterations still beat). Write errors are ignored: a full disk must
+    long compiles and slow iterations still beat), and once more when stopped, so that the file
+    ends with the run (its last iteration, `ended`). Write errors are ignored: a full disk must
     not add a second failure, and a missing beat only makes the run look stale sooner."""
 
     def __init__(
@@ -110,11 +111,11 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
         self.identity = writer_identity()
 
-    def beat(self) -> float:
+    def beat(self, ended: bool = False) -> float:
         from flashsac_bench.runner.summary import write_json
 
         now = time.time()
-        payload = {**self.identity, "unix": now, "every_s": self.every_s}
+        payload = {**self.identity, "unix": now, "every_s": self.every_s, "ended": ended}
         if self._iteration is not None:
             payload["iteration"] = self._iteration()
         try:
@@ -138,6 +139,7 @@ class Heartbeat:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+            self.beat(ended=True)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

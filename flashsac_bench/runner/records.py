@@ -25,7 +25,7 @@ from flashsac_bench.runner.collector import TickResult
 from flashsac_bench.runner.liveness import HEARTBEAT_EVERY_S, HEARTBEAT_NAME, writer_identity
 from flashsac_bench.runner.loggers import open_sink
 from flashsac_bench.runner.progress import Progress
-from flashsac_bench.runner.resume_commands import resume_command
+from flashsac_bench.runner.resume_commands import continue_command
 from flashsac_bench.runner.scalars import Scalars
 from flashsac_bench.runner.summary import (
     SUMMARY_FORMAT,
@@ -356,7 +356,9 @@ class Records:
             "status": st.status,
             "incomplete_reason": None if st.status == "complete" else st.reason,
             "command": info.command,
-            "resume_command": resume_command(info.command, self.run_dir),
+            "resume_command": continue_command(
+                info.command, self.run_dir, st.resumed_from, bool(st.checkpoints)
+            ),
             "writer": {
                 **info.writer,
                 "heartbeat_unix": time.time(),  # when this summary was written

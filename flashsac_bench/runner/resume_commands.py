@@ -1,5 +1,6 @@
 """The exact commands that continue a run, start it again, or resume a sweep (printed on an
-interrupt, a lost env worker, a stop before the loop; summary.json's `resume_command`)."""
+interrupt, a lost env worker, a stop before the loop; summary.json's `resume_command`:
+`continue_command`)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,22 @@ def restart_command(command: dict[str, Any], run_dir: Path) -> str:
     kept = _without(list(overrides), "run.resume", "hydra.run.dir")
     args = [*kept, f"run.resume={AUTO}", f"hydra.run.dir={hydra_value(str(run_dir))}"]
     return shlex.join(["python", "-m", "flashsac_bench", *args])
+
+
+def continue_command(
+    command: dict[str, Any], run_dir: Path, resumed_from: str | None, checkpointed: bool
+) -> str:
+    """The command that goes on with a run from where it stands, as the line printed when it
+    stops says: from its own newest checkpoint once it wrote one (`checkpointed`); before that,
+    from the checkpoint of another run it resumed, if any; else run.resume=auto, which starts it
+    again (run.resume=<its run dir> would find no checkpoint there)."""
+    if checkpointed:
+        return resume_command(command, run_dir)
+    if resumed_from is not None:
+        source = Path(resumed_from)
+        if source.resolve().parent.parent != Path(run_dir).resolve():
+            return resume_command(command, run_dir, source)
+    return restart_command(command, run_dir)
 
 
 def sweep_resume_command(argv: list[str], sweep_dir: Path) -> str:

@@ -15,8 +15,13 @@ wakeup fd the moment it arrives. When the main thread's handler has not run GRAC
 signal, the watchdog acts for it: in the setup it ends the process itself (the summary written
 as interrupted, the same one line, exit status 128 + the signal; a run dir's lock dies with the
 process, and the next start removes any temp file a write in flight left), in the loop it says
-that the run stops after the busy step. It also prints a progress line every PROGRESS_EVERY_S
-of a long setup phase, so a cold start of minutes is not silent.
+that the run stops after the busy step. A handler that ran is not enough either: code it
+interrupts may catch its exception (a callback whose caller swallows what it raises, a compile
+that cleans up for seconds before re-raising), so a run still going GRACE_S after its handler
+raised to end it at once (the first signal in the setup, a second one in the loop) is ended
+the same way; a further signal meanwhile is left to that end, rather than raised into the
+writing of the run's summary. It also prints a progress line every PROGRESS_EVERY_S of a long
+setup phase, so a cold start of minutes is not silent.
 
 `phase(name)` names the setup phase now running (runner.loop calls it); `Signals.loop_started`
 switches to the loop's behaviour (runner.stopping calls it when the loop asks its first
@@ -75,6 +80,9 @@ class Signals:
         self._old_wakeup: int | None = None
         self._pipe: tuple[int, int] | None = None
         self._handled = 0
+        # (signum, when) of the exception raised to end the run at once
+        self._raised: tuple[int, float] | None = None
+        self._old_unraisable = sys.unraisablehook
         self._done = threading.Event()
         self._watchdog: threading.Thread | None = None
 
@@ -91,14 +99,25 @@ class Signals:
             self._old[sig] = signal.signal(sig, self._handle)
         self._watchdog = threading.Thread(target=self._watch, name="signal-watchdog", daemon=True)
         self._watchdog.start()
+        self._old_unraisable = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
         _current = self
         return self
+
+    def _unraisable(self, unraisable: Any) -> None:
+        """The handler's exception raised inside a callback whose caller cannot raise it (a
+        finalizer, a callback from native code) is not reported as "Exception ignored": the
+        watchdog ends the run it could not stop; anything else is reported as before."""
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and self._raised is not None:
+            return
+        self._old_unraisable(unraisable)
 
     def __exit__(self, *exc: object) -> None:
         global _current
         if self._pipe is None:
             return
         _current = None
+        sys.unraisablehook = self._old_unraisable
         for sig, old in self._old.items():
             signal.signal(sig, old)
         signal.set_wakeup_fd(self._old_wakeup if self._old_wakeup is not None else -1)
@@ -129,7 +148,12 @@ class Signals:
     def _handle(self, signum: int, frame: object) -> None:
         self._handled += 1
         name = signal.Signals(signum).name
+        if self._raised is not None:
+            # The run already ends at once: raising again would only cut its summary's write
+            # short (the watchdog ends the process should that end stall).
+            return
         if self.requested is not None or self.late is not None:
+            self._raised = (signum, time.perf_counter())
             raise KeyboardInterrupt(name)
         if self.finishing:
             self.late = name
@@ -137,6 +161,7 @@ class Signals:
             return
         self.requested = name
         if not self.in_loop:
+            self._raised = (signum, time.perf_counter())
             raise StartInterrupted(name, signum, self._where())
         log.warning("%s: stopping after this iteration (send again to abort at once)", name)
 
@@ -168,6 +193,9 @@ class Signals:
                         "this step returns (send again to abort at once)",
                         signal.Signals(signum).name,
                     )
+            raised = self._raised
+            if raised and now - raised[1] >= GRACE_S and not self._done.is_set():
+                self._end_process(raised[0])  # the run did not end: its exception was held
             if not self.in_loop and now - max(last_line, self.phase_t0) >= PROGRESS_EVERY_S:
                 last_line = now
                 log.info("still in %s", self._where())

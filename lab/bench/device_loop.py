@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from flashsac_bench.config.root import Config
-from flashsac_bench.runner.device_collector import DeviceCollector
+from flashsac_bench.runner.device_collector import DeviceCollector, DeviceStaging
 from flashsac_bench.runner.env_lane import make_lane
 from flashsac_bench.runner.loop import Parts, Runner
 
@@ -69,14 +69,14 @@ def _lane_of(mode: str, device: torch.device):
 def _iterations(parts: Parts, mode: str, n: int, k0: int, times: ModeTimes) -> None:
     """`n` iterations of the loop's steps in `mode` (learning: the ring holds enough rows)."""
     steps, collector, ring = parts.steps, parts.collector, parts.learner.ring
-    assert isinstance(collector, DeviceCollector)
+    assert isinstance(collector, DeviceCollector) and isinstance(parts.staging, DeviceStaging)
     num_envs = parts.staging.num_envs
     lane = _lane_of(mode, parts.staging.device)
     collector.lane.close()
     collector.lane = lane
     times.lane = lane.mode
     try:
-        last = None
+        last: float | None = None
         for k in range(k0, k0 + n):
             steps.act()  # the iteration's one sync: the previous update is done
             now = time.perf_counter()
@@ -96,7 +96,8 @@ def _iterations(parts: Parts, mode: str, n: int, k0: int, times: ModeTimes) -> N
                 ring.advance(num_envs)
                 steps.store(parts.staging.slab_t)
         steps.act()
-        times.iter_ms.append((time.perf_counter() - last) * 1e3)
+        if last is not None:  # n > 0: the last iteration's row
+            times.iter_ms.append((time.perf_counter() - last) * 1e3)
         late = steps.late_values()[0]
         if late is not None:
             times.learner_ms.append(late)

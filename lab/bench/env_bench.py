@@ -33,10 +33,10 @@ import numpy as np
 
 from flashsac_bench.config.backend import MujocoConfig, available_cores  # noqa: F401
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs import make_env
 from flashsac_bench.envs.batched import STATE_SPEC, BatchedMujoco
 from flashsac_bench.envs.g1_layout import G1Layout
 from flashsac_bench.envs.g1_shard import NUM_JOINTS, build_task_model
+from flashsac_bench.envs.g1_walk_flat import G1WalkFlat
 from flashsac_bench.envs.shards import ArraySpec, InlineShards, ProcessShards, straggler_ms
 
 CEILING_PERIOD = 40
@@ -198,7 +198,7 @@ def bench_env(n: int, layout: Layout, args: BenchArgs) -> dict[str, Any]:
     """The full task's step rate in this layout."""
     actions = actions_for(args.actions, n, args.warmup + args.steps)
     stragglers: list[float | None] = []
-    with make_env(TaskConfig(), layout.backend, n, seed=0) as env:
+    with G1WalkFlat(TaskConfig(), layout.backend, n, seed=0) as env:
 
         def step(a: np.ndarray) -> None:
             env.step(a)
@@ -304,7 +304,7 @@ def profile(n: int, args: BenchArgs) -> dict[str, float]:
     mj_step), the stages for the new state (mj_step1, which the observation needs), the per-env
     Python of the pool and the task's numpy math (obs, rewards, resets), by timing wrappers
     around those calls during ordinary env steps."""
-    env = make_env(TaskConfig(), MujocoConfig(mode="threads", num_threads=1), n, seed=0)
+    env = G1WalkFlat(TaskConfig(), MujocoConfig(mode="threads", num_threads=1), n, seed=0)
     actions = actions_for(args.actions, n, args.warmup + args.steps)
     for a in actions[: args.warmup]:
         env.step(a)
@@ -347,7 +347,7 @@ def profile(n: int, args: BenchArgs) -> dict[str, float]:
 def mj_timers(n: int, args: BenchArgs) -> dict[str, float]:
     """MuJoCo's internal timers (microseconds per physics step, averaged over all envs) and the
     mean contact / constraint-row counts during ordinary env steps."""
-    env = make_env(TaskConfig(), MujocoConfig(mode="threads", num_threads=1), n, seed=0)
+    env = G1WalkFlat(TaskConfig(), MujocoConfig(mode="threads", num_threads=1), n, seed=0)
     actions = actions_for(args.actions, n, args.warmup + args.steps)
     for a in actions[: args.warmup]:
         env.step(a)
@@ -376,7 +376,7 @@ def compare_rollout(n: int, threads: int, args: BenchArgs) -> dict[str, float]:
     """Raw physics, 3 substeps per control step: our thread pool vs mujoco.rollout."""
     from mujoco import rollout
 
-    env = make_env(TaskConfig(), MujocoConfig(mode="threads", num_threads=threads), n, seed=0)
+    env = G1WalkFlat(TaskConfig(), MujocoConfig(mode="threads", num_threads=threads), n, seed=0)
     actions = actions_for(args.actions, n, args.warmup + args.steps)
     for a in actions[: args.warmup]:
         env.step(a)

@@ -11,6 +11,7 @@ import os
 import shlex
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,9 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
                 continue
             if lay.mode == "processes" and lay.workers > n:
                 continue
-            r = eb.measured(lambda n=n, lay=lay: eb.bench_env(n, lay, args), args)
+            r = eb.measured(partial(eb.bench_env, n, lay, args), args)
             if a.ceiling and time_left():
-                c = eb.measured(lambda n=n, lay=lay: eb.bench_ceiling(n, lay, args), args)
+                c = eb.measured(partial(eb.bench_ceiling, n, lay, args), args)
                 r["ceiling_env_steps_per_s"] = c["env_steps_per_s_median"]
                 r["fraction_of_ceiling"] = r["env_steps_per_s_median"] / c["env_steps_per_s_median"]
                 r["ceiling_straggler_ms_median"] = c["straggler_ms_median"]
@@ -62,7 +63,7 @@ def run(a: argparse.Namespace, argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"machine": info, "args": vars(a), "rows": rows}
     for flag, fn in (("profile", eb.profile), ("mj_timers", eb.mj_timers)):
         if getattr(a, flag) and time_left():
-            result[flag] = [eb.measured(lambda n=n, fn=fn: fn(n, args), args) for n in a.num_envs]
+            result[flag] = [eb.measured(partial(fn, n, args), args) for n in a.num_envs]
             for r in result[flag]:
                 print(f"{flag} " + "  ".join(f"{k}={v:.3g}" for k, v in r.items()))
     if a.compare_rollout and time_left():

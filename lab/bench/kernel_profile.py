@@ -8,6 +8,7 @@ import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -50,7 +51,7 @@ def profile_cycle(
     n = cycles
     ranked = sorted(per_name.items(), key=lambda kv: -kv[1][1])
     leading = ranked[:top]
-    report = {
+    report: dict[str, Any] = {
         "setup": {
             "batch_size": setup.batch_size,
             "updates": setup.updates_per_step,
@@ -99,9 +100,10 @@ def print_host_profile(learner, cycles: int, top: int) -> None:
         learner.update()
     torch.cuda.synchronize()
     prof.disable()
-    stats = pstats.Stats(prof)
-    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]  # by own time
-    total = sum(v[2] for v in stats.stats.values())
+    # pstats keeps its table in `stats`, which typeshed does not declare
+    table: dict[Any, Any] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    rows = sorted(table.items(), key=lambda kv: -kv[1][2])[:top]  # by own time
+    total = sum(v[2] for v in table.values())
     print(f"host: {total / cycles * 1e3:.3f} ms of profiled Python time per cycle; own time:")
     for (file, line, fn), (_, calls, own, cum, _) in rows:
         where = f"{Path(file).name}:{line}({fn})"
@@ -135,7 +137,7 @@ def count_eager_ops(setup: Setup, cycles: int = 5) -> dict:
 
     learner = build_learner(setup, "eager")
     learner.warmup()
-    out = {"ours": _count(learner.update, learner.device, cycles)}
+    out: dict[str, Any] = {"ours": _count(learner.update, learner.device, cycles)}
     try:
         theirs = unilab_cycle(setup, learner, eager=True)
     except ImportError as err:  # unilab-rl not installed: ours alone

@@ -11,6 +11,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -163,7 +164,7 @@ def unilab_cycle(setup: Setup, ours: FlashSACLearner, eager: bool) -> Callable[[
     rewards = torch.randn(4, setup.num_envs, device=ours.device, generator=g)
     learner.update_reward_stats(rewards, torch.zeros_like(rewards))
     batches = unilab_batches(ours, 4)
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         updates_per_step=setup.updates_per_step,
         policy_frequency=setup.policy_frequency,
         target_frequency=1,
@@ -186,7 +187,7 @@ def scaling_series(rows: list[dict]) -> tuple[int, dict[str, list[tuple[int, flo
     counts: dict[int, int] = {}
     for r in rows:
         counts[r["updates_per_step"]] = counts.get(r["updates_per_step"], 0) + 1
-    u = max(counts, key=counts.get)
+    u = max(counts, key=counts.__getitem__)
     series: dict[str, list[tuple[int, float]]] = {}
     for r in rows:
         if r["updates_per_step"] != u:

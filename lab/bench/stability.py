@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from flashsac_bench.learner.paths import CapturedPath
 from flashsac_bench.learner.state import METRIC_INDEX
 from lab.bench.synthetic import Setup, build_learner
 
@@ -26,7 +27,7 @@ def replay_stability(setup: Setup, replays: int, spot_every: int = 97) -> dict:
     learner = build_learner(setup, "cudagraph")
     learner.warmup()
     path = learner.path
-    if getattr(path, "graph", None) is None:
+    if not isinstance(path, CapturedPath) or path.graph is None:
         return {"ok": False, "checks": [{"check": "graph captured", "ok": False}]}
     dev = learner.device
     torch.cuda.synchronize(dev)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -14,7 +15,7 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 G1_DIMS = Dims(obs=98, critic_obs=101, action=29)
-TINY = dict(actor_hidden_dim=16, critic_hidden_dim=24, num_atoms=21)
+TINY: dict[str, Any] = dict(actor_hidden_dim=16, critic_hidden_dim=24, num_atoms=21)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def build_learner(
     inductor_options: dict | None = None,
 ) -> FlashSACLearner:
     cfg = LearnerConfig(**TINY) if setup.tiny else LearnerConfig()
-    options = dict(setup.path_options)
+    options: dict[str, Any] = dict(setup.path_options)
     # --path-options may carry inductor_options too; the explicit argument wins key by key
     inductor = {**options.pop("inductor_options", {}), **(inductor_options or {})}
     learner = FlashSACLearner(

@@ -135,17 +135,41 @@ def test_through_the_cli_one_line_and_nothing_written(trained_run, tmp_path):
 
 
 # ---------------------------------------------------------------------------- while working
+def _only_own_lines(proc: subprocess.CompletedProcess[str], tool: str) -> None:
+    """Progress on stderr, each line the tool's own (no library's warning or log line)."""
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for line in proc.stderr.splitlines():
+        assert line.startswith(f"flashsac_bench.{tool}: "), proc.stderr
+
+
 def test_evaluate_and_export_say_what_they_do(trained_run, tmp_path):
     proc = _cli("evaluate", f"checkpoint={trained_run.checkpoint}", f"out_dir={tmp_path}", *FAST,
                 cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _only_own_lines(proc, "evaluate")
     assert f"flashsac_bench.evaluate: {trained_run.checkpoint} (iteration 12)" in proc.stderr
     assert "flashsac_bench.evaluate: rollouts on 1 envs: 1 episodes ..." in proc.stderr
     proc = _cli("export", f"checkpoint={trained_run.checkpoint}", f"out_dir={tmp_path / 'x'}",
                 "onnx=false", cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    _only_own_lines(proc, "export")
     assert "flashsac_bench.export: tracing the policy to TorchScript ..." in proc.stderr
-    assert "Warning" not in proc.stderr, proc.stderr
+    out = proc.stdout.splitlines()
+    assert [ln.split(":")[0] for ln in out] == ["TorchScript policy", "ONNX policy", "metadata"]
+    assert out[1] == "ONNX policy: skipped (off)"
+
+
+@pytest.mark.skipif(
+    not export.onnx_available(), reason='needs the [onnx] extra: pip install -e ".[onnx]"'
+)
+def test_the_onnx_export_prints_only_its_own_lines(trained_run, tmp_path):
+    # torch's exporter reports its steps, a warning per torchvision op and its dependencies'
+    # deprecations, unless the export quiets them
+    proc = _cli("export", f"checkpoint={trained_run.checkpoint}", f"out_dir={tmp_path}",
+                "onnx=true", cwd=tmp_path)  # fmt: skip
+    _only_own_lines(proc, "export")
+    assert (tmp_path / "policy.onnx").is_file()
+    assert [ln.split(":")[0] for ln in proc.stdout.splitlines()] == [
+        "TorchScript policy", "ONNX policy", "metadata",
+    ]  # fmt: skip
 
 
 def test_an_earlier_evaluation_is_kept(trained_run, tmp_path):

@@ -3,9 +3,10 @@
 During a slow cold start (a fake env whose build blocks) the first signal ends the run at once:
 one line that says it stopped before its first checkpoint and how to start it again, exit
 status 128 + the signal, a summary that says `interrupted`, no half-written file, and the
-printed `run.resume=auto` command starts the run cleanly. That holds also when the main thread
-is held in native code and cannot run its handler (the watchdog acts for it). A long setup
-phase prints progress lines.
+printed `run.resume=auto` command, which summary.json stores too, starts the run cleanly. That
+holds also when the main thread is held in native code and cannot run its handler, and when
+what it runs swallows the handler's exception (the watchdog acts for it). A second signal ends
+the command at once, in one line. A long setup phase prints progress lines.
 """
 
 from __future__ import annotations
@@ -52,8 +53,13 @@ def _start_blocked(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], Pa
 
 @pytest.mark.parametrize(
     ("mode", "sig"),
-    [("python", signal.SIGINT), ("python", signal.SIGTERM), ("native", signal.SIGINT)],
-    ids=["sigint", "sigterm", "sigint_native_code"],
+    [
+        ("python", signal.SIGINT),
+        ("python", signal.SIGTERM),
+        ("native", signal.SIGINT),
+        ("swallow", signal.SIGINT),
+    ],
+    ids=["sigint", "sigterm", "sigint_native_code", "sigint_swallowed"],
 )
 def test_a_signal_during_a_slow_cold_start_is_answered_within_2_s(tmp_path, mode, sig):
     proc, run_dir, args = _start_blocked(tmp_path, mode)
@@ -83,12 +89,35 @@ def test_a_signal_during_a_slow_cold_start_is_answered_within_2_s(tmp_path, mode
     assert not [p for p in run_dir.rglob(".*") if p.is_file() and p.name != ".writer.lock"]
     # the printed command starts the run again: run.resume=auto in the same run dir, which
     # sets the attempt's files aside and starts cleanly
-    cmd = shlex.split(line.split("start it again with: ", 1)[1])
+    printed = line.split("start it again with: ", 1)[1]
+    cmd = shlex.split(printed)
     assert cmd[:3] == ["python", "-m", "flashsac_bench"] and "run.resume=auto" in cmd
     assert f"hydra.run.dir={run_dir}" in cmd and cmd[3:-2] == args[:-1]
+    assert summary["resume_command"] == printed  # the stored command is the one that works
     train(tiny_config(iterations=6, resume="auto"), run_dir=run_dir, env_factory=make_env)
     assert read_summary(run_dir)["status"] == "complete"
     assert (run_dir / "earlier_attempt_1" / "summary.json").is_file()
+
+
+@pytest.mark.parametrize("gap_s", [0.0, 0.1])
+def test_a_second_signal_ends_the_command_at_once_in_one_line(tmp_path, gap_s):
+    proc, run_dir, _ = _start_blocked(tmp_path, "python")
+    time.sleep(0.3)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(gap_s)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert time.monotonic() - sent < ANSWER_S, stderr[-2000:]
+    assert proc.returncode == 128 + signal.SIGINT, stderr[-3000:]
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr[-3000:]
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("flashsac_bench: ")]
+    assert len(lines) == 1, stderr[-3000:]
+    assert read_summary(run_dir)["status"] == "interrupted"
 
 
 def test_the_first_signal_in_the_setup_raises_at_once_and_the_loop_waits():

@@ -449,6 +449,8 @@ def test_the_heartbeat_thread_beats_and_stops(tmp_path):
     finally:
         hb.stop()
     assert hb._thread is None
+    last = json.loads((tmp_path / HEARTBEAT_NAME).read_text())
+    assert last["ended"] and not first["ended"]
 
 
 def test_a_run_records_its_writer_and_heartbeat(three_checkpoints):
@@ -456,8 +458,10 @@ def test_a_run_records_its_writer_and_heartbeat(three_checkpoints):
     w = s["writer"]
     assert w["pid"] == os.getpid() and w["host"] == writer_identity()["host"]
     assert w["heartbeat_file"] == HEARTBEAT_NAME and isinstance(w["heartbeat_unix"], float)
-    assert (three_checkpoints / HEARTBEAT_NAME).is_file()
     assert run_state(three_checkpoints)["status"] == "complete"
+    # the heartbeat ends with the run: its last iteration, not the one of its last beat
+    beat = json.loads((three_checkpoints / HEARTBEAT_NAME).read_text())
+    assert beat["ended"] and beat["iteration"] == s["iterations_done"] == 12
 
 
 def test_an_unwritable_run_dir_is_one_line(tmp_path):

@@ -66,12 +66,84 @@ def test_reductions_are_against_the_eager_run_of_the_same_update_ratio(tmp_path)
     files = write_comparison([tmp_path], tmp_path)
     assert files is not None
     md = files["comparison.md"].read_text().splitlines()
-    table = [ln for ln in md if ln.startswith("| ")]
+    full = md[md.index("## Every statistic") :]
+    table = [ln for ln in full if ln.startswith("| ")]
     assert len(table) == 1 + len(runs)  # header + one row per run
     assert any("1_u2_compile" in ln and "60.0" in ln for ln in table)
     csv = pd.read_csv(files["comparison.csv"])
     assert len(csv) == len(runs) and "iter_ms_p95" in csv.columns
     assert files["comparison.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_comparison_leads_with_a_compact_medians_table(tmp_path):
+    runs = {
+        "0_u2_eager": _fake_summary("eager", 2, 10.0, 12.0),
+        "1_u2_compile": _fake_summary("compile", 2, 4.0, 6.0),
+        "2_u2_compile": _fake_summary("compile", 2, 4.0, 8.0),
+    }
+    runs["1_u2_compile"].update(cold_start_s=92.2, compile={"artifacts_compiled": 2})
+    runs["2_u2_compile"].update(cold_start_s=0.4, compile={"artifacts_loaded": 2})
+    for name, s in runs.items():
+        write_json(tmp_path / name / "summary.json", s)
+    files = write_comparison([tmp_path], tmp_path)
+    assert files is not None
+    md = files["comparison.md"].read_text().splitlines()
+    assert md[0] == "# flashsac_bench comparison (3 runs)" and md[2].startswith("| run ")
+    lead = [c.strip() for c in md[2].strip("|").split("|")]
+    assert len(lead) <= 12 and "cold start s (this job)" in lead and "iter vs eager" in lead
+    rows = {r[0]: dict(zip(lead, r, strict=True)) for r in
+            ([c.strip() for c in ln.strip("|").split("|")] for ln in md[4:7])}  # fmt: skip
+    assert rows["1_u2_compile"]["iter vs eager"] == "2.00x"  # 12 ms / 6 ms
+    assert rows["1_u2_compile"]["cold start s (this job)"] == "92.2 compiled"
+    assert rows["2_u2_compile"]["cold start s (this job)"] == "0.4 loaded"
+    assert rows["0_u2_eager"]["cold start s (this job)"] == "1.0"
+    assert rows["1_u2_compile"]["iter ms"] == "6.00" and "task" not in lead  # one task
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_the_comparison_files_get_the_mode_the_umask_gives(tmp_path, umask):
+    import os
+    import stat
+
+    write_json(tmp_path / "run" / "summary.json", _fake_summary("eager", 2, 10.0, 12.0))
+    old = os.umask(umask)
+    try:
+        files = write_comparison([tmp_path / "run"], tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert files is not None
+    for path in files.values():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path
+
+
+def test_summary_prints_a_runs_medians_and_refuses_bad_input_in_one_line(tmp_path, capsys):
+    from flashsac_bench.cli.summary import main
+
+    sweep = tmp_path / "sweep"
+    write_json(sweep / "0_u2_eager" / "summary.json", _fake_summary("eager", 2, 10, 12))
+    write_json(sweep / "1_u2_compile" / "summary.json", _fake_summary("compile", 2, 4, 6))
+    # the command as the README gives it
+    cmd = [sys.executable, "-m", "flashsac_bench.summary", str(sweep / "1_u2_compile")]
+    one = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert one.returncode == 0 and one.stderr == "", one.stderr
+    lines = one.stdout.splitlines()
+    assert lines[0].startswith("| run ") and lines[2].startswith("| 1_u2_compile ")
+    assert len(lines) == 4  # the table (one run) and its legend
+    assert main([str(sweep)]) == 0
+    both = capsys.readouterr().out
+    assert "| 0_u2_eager " in both and "2.00x" in both  # beside its eager run
+
+    def refused(*args: str) -> str:
+        with pytest.raises(SystemExit) as exit_:
+            raise SystemExit(main(list(args)))
+        out = capsys.readouterr()
+        assert exit_.value.code == 2 and out.out == "" and out.err.count("\n") == 1, out
+        return out.err
+
+    assert "does not exist" in refused(str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    assert "no readable summary.json" in refused(str(tmp_path / "empty"))
+    assert "unrecognized arguments: --nope" in refused("--nope", str(sweep))
 
 
 def _check_sweep(sweep: object, expect_runs: set[str]) -> pd.DataFrame:

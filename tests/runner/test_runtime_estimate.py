@@ -12,7 +12,9 @@ from flashsac_bench.cli.runtime_estimate import (
     S_PER_MAC,
     cpu_warning,
     cycle_row_macs,
+    duration_text,
     estimate_cpu_run,
+    sweep_cpu_warning,
 )
 from flashsac_bench.config import to_config
 
@@ -66,3 +68,42 @@ def test_the_warning_names_the_estimate_and_the_smoke_preset():
     assert cpu_warning(to_config(limited), cores=2) is None  # capped by the time limit
     gpu = {"hardware": {"name": "h200", "device": "cuda"}}
     assert cpu_warning(to_config(gpu), cores=2) is None
+
+
+def _u(ups: int) -> dict:
+    return {**ONE_THREAD, "backend": {"num_threads": 1}, "update": {"updates_per_step": ups}}
+
+
+def test_a_sweep_is_warned_about_in_one_line_with_its_total():
+    configs = [to_config(_u(u)) for u in (2, 2, 8, 8)]
+    total = sum(estimate_cpu_run(c, cores=2).total_s for c in configs)
+    text = sweep_cpu_warning(configs, cores=2)
+    assert text is not None and "\n" not in text
+    assert f"this sweep's 4 jobs would take about {duration_text(total)} on the CPU in all" in text
+    assert "the longest, job 2:" in text and "+experiment=smoke" in text
+    # jobs that will not run or that the model does not cover add nothing
+    gpu = to_config({"hardware": {"name": "h200", "device": "cuda"}})
+    more = sweep_cpu_warning([None, gpu, *configs], cores=2)
+    assert more == text.replace("job 2", "job 4").replace("4 jobs", "6 jobs")
+    smoke = {
+        **ONE_THREAD,
+        "learner": {"actor_hidden_dim": 32, "critic_hidden_dim": 64},
+        "replay": {"batch_size": 64, "replay_buffer_n": 32, "learning_starts": 4},
+        "run": {"num_envs": 16, "iterations": 100},
+    }
+    assert sweep_cpu_warning([to_config(smoke)] * 4, cores=2) is None
+
+
+def test_the_command_warns_a_long_sweep_once(tmp_path, monkeypatch):
+    """The check of `-m update=u2,u8 path=eager,compile` on a CPU: one line, before any job."""
+    from flashsac_bench.cli import preflight, train
+    from flashsac_bench.config import register_configs
+
+    monkeypatch.chdir(tmp_path)
+    register_configs()
+    argv = ["-m", "update=u2,u8", "path=eager,compile", "hardware=cpu"]
+    plan = preflight.check_command(argv, train.CONFIG_NAME, train.check_job)
+    assert plan is not None
+    (line,) = train.cpu_warnings(plan)
+    assert line.startswith("warning: this sweep's 4 jobs would take about ")
+    assert not list(tmp_path.iterdir())  # the check creates nothing
