@@ -8,6 +8,10 @@
 #      path=eager,compile,cudagraph` (Hydra's basic launcher: six jobs in one process),
 #      SWEEP_ITERATIONS iterations each (default 200, the last 100 summarized); skipped with
 #      SWEEP=0 or when the deadline is too near.
+# STEPS picks steps (default "one alone sweep"): each needs most of one call on a cold cache, so
+# `STEPS=one`, `STEPS=alone` and `STEPS=sweep` in back-to-back calls give each its time (a step
+# runs until the deadline where no other follows). A step cut by its deadline gets SIGINT:
+# pytest then still prints the failures it has seen.
 # Each step has its deadline; what finished is kept: $OUT/gpu_tests.tgz holds the full logs
 # (summary.log, one_process.log, <file>.log, sweep.log) and the sweep's folder (comparison
 # csv/md/png, multirun.yaml, each job's summary.json; no checkpoints), to unpack into
@@ -28,20 +32,26 @@ echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}; $(nvidia-smi -L 2>/dev/null | he
 PYTEST=(python3 -m pytest -q -p no:cacheprovider -rfEs --tb=long -m gpu)
 mapfile -t FILES < <("${PYTEST[@]}" --collect-only tests 2>/dev/null | grep "::" | cut -d: -f1 | sort -u)
 echo "GPU test files: ${FILES[*]}"
+STEPS=${STEPS:-one alone sweep}
+step() { [[ " $STEPS " == *" $1 "* ]]; }
 # a. one process (the order pytest collects: envs, learner, runner)
-timeout -s TERM -k 10 $(($(left) / 2)) "${PYTEST[@]}" tests > "$R/one_process.log" 2>&1
-echo "== one process rc=$? (at ${SECONDS}s): $(tail -n 1 "$R/one_process.log")"
+if step one; then
+  share=$(left); step alone && share=$((share / 2))
+  timeout -s INT -k 20 $share "${PYTEST[@]}" tests > "$R/one_process.log" 2>&1
+  echo "== one process rc=$? (at ${SECONDS}s): $(tail -n 1 "$R/one_process.log")"
+fi
 # b. each file alone, side by side (separate processes and CUDA contexts)
 pids=()
+step alone || FILES=()
 for f in "${FILES[@]}"; do
   name=$(basename "$f" .py)
-  ( timeout -s TERM -k 10 $(($(left) * 3 / 4)) "${PYTEST[@]}" "$f" > "$R/$name.log" 2>&1
+  ( timeout -s INT -k 20 $(($(left) * 3 / 4)) "${PYTEST[@]}" "$f" > "$R/$name.log" 2>&1
     echo "== $name alone rc=$? (at ${SECONDS}s): $(tail -n 1 "$R/$name.log")" ) &
   pids+=($!)
 done
-wait "${pids[@]}"
+[ ${#pids[@]} -eq 0 ] || wait "${pids[@]}"
 # c. the four-way sweep, one process
-if [ "${SWEEP:-1}" != 0 ] && [ "$(left)" -gt 150 ]; then
+if step sweep && [ "${SWEEP:-1}" != 0 ] && [ "$(left)" -gt 150 ]; then
   timeout -s INT -k 20 $(($(left) - 15)) python3 -m flashsac_bench -m +experiment=bench_h200 \
     update=u2,u8 path=eager,compile,cudagraph run.iterations="${SWEEP_ITERATIONS:-200}" \
     run.summary_last=$((${SWEEP_ITERATIONS:-200} / 2)) run.progress=plain \

@@ -26,7 +26,8 @@ def test_a_learner_on_loaded_compiles_computes_the_compiling_learners_bits(
     warm = build_learner(SETUP, path)
     for _ in range(5):
         warm.update()
-    assert [c.report.compiled > 0 for c in cold.path.compiled] == [True] * 3  # critic, actor, hash
+    reports = {c.name: c.report for c in cold.path.compiled}  # critic, actor, hash: why not
+    assert [c.report.compiled > 0 for c in cold.path.compiled] == [True] * 3, reports
     for stored in warm.path.compiled:
         report = stored.report
         assert (report.compiled, report.notes, report.fallback) == (0, [], None), stored.name
