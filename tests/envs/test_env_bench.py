@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from flashsac_bench.envs.shards import InlineShards
 from lab.bench import env_bench as eb
@@ -20,6 +21,7 @@ def _bench_env(argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_rows_with_ceilings_are_written_and_appended(tmp_path: Path) -> None:
     out = tmp_path / "env.json"
     argv = ["--num-envs", "4", "--threads", "2", "--workers", "2", "--ceiling"]

@@ -121,6 +121,7 @@ def test_convert_names_its_unknown_keys_too():
         compose_options(convert.TOOL, ["source=x.pt", "overwrit=true"])
 
 
+@pytest.mark.slow
 def test_through_the_cli_one_line_and_nothing_written(trained_run, tmp_path):
     out = tmp_path / "out"
     proc = _cli("evaluate", f"checkpoint={trained_run.checkpoint}", f"out_dir={out}",
@@ -142,6 +143,7 @@ def _only_own_lines(proc: subprocess.CompletedProcess[str], tool: str) -> None:
         assert line.startswith(f"flashsac_bench.{tool}: "), proc.stderr
 
 
+@pytest.mark.slow
 def test_evaluate_and_export_say_what_they_do(trained_run, tmp_path):
     proc = _cli("evaluate", f"checkpoint={trained_run.checkpoint}", f"out_dir={tmp_path}", *FAST,
                 cwd=tmp_path)  # fmt: skip

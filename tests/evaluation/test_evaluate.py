@@ -220,6 +220,7 @@ def _evaluate(
     )
 
 
+@pytest.mark.slow
 def test_evaluate_cli_writes_report_and_video(trained_run, tmp_path):
     gl = _gl_backend()
     if gl is None:

@@ -225,6 +225,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, *texts: str) -> None:
         assert text in lines[0]
 
 
+@pytest.mark.slow
 def test_export_cli_help_and_cfg_job_touch_nothing(tmp_path):
     proc = _export("--help", cwd=tmp_path)
     assert proc.returncode == 0 and "checkpoint: ???" in proc.stdout and "onnx: auto" in proc.stdout

@@ -336,6 +336,7 @@ def test_integer_tensors_of_a_unilab_file_are_refused_not_cast(
 
 
 # ---------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_help_and_cfg_job():
     proc = cli("--help")
     assert proc.returncode == 0 and "unilab-rl" in proc.stdout and "source: ???" in proc.stdout

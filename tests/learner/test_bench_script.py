@@ -20,6 +20,7 @@ def _bench(argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_bench_learner_times_every_align_and_skips_variants_that_cannot_change_a_path(tmp_path):
     out = tmp_path / "rows.json"
     argv = ["--device", "cpu", "--dtype", "float32", "--tiny", "--batch-sizes", "32,64"]
@@ -127,6 +128,7 @@ def test_inductor_option_items_gather_into_one_dict():
         raise AssertionError(f"{bad!r} was accepted")
 
 
+@pytest.mark.slow
 def test_count_ops_counts_ours_and_upstreams_eager_cycle(tmp_path):
     """profile_cycle.py --count-ops on the CPU: the aten ops of one eager cycle, ours and
     unilab-rl's eager mode on the same networks. Ours stays within its budget (a regression in

@@ -52,6 +52,7 @@ def _counted_cli(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProces
     return proc, ast.literal_eval(line.removeprefix("COUNTS "))
 
 
+@pytest.mark.slow
 def test_a_sweep_is_checked_once_per_job_in_one_process(tmp_path):
     sweep = tmp_path / "sweep"
     args = ["-m", *cli_overrides(8, 6), "update=u2,u8", f"hydra.sweep.dir={sweep}"]

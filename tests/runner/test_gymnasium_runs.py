@@ -145,6 +145,7 @@ def test_a_run_on_an_env_a_checkpoint_cannot_hold_is_evaluated_but_not_resumed(t
     assert report["episodes"][0]["length"] == 200  # Pendulum's time limit
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_the_task_and_refuses_a_backend_with_it(tmp_path):
     env = with_repo_on_path(dict(os.environ))
     args = [

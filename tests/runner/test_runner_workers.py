@@ -55,6 +55,7 @@ def test_a_faulty_worker_fails_the_run_clearly_and_leaves_nothing(tmp_path, faul
     wait_gone(env.shards.pids, env.shards.shm_name, timeout=10.0)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_run_and_every_worker(tmp_path):
     """Ctrl-C reaches the whole process group: the workers ignore it, the runner stops after
     the iteration, checkpoints, and then ends the workers and frees the shared memory."""

@@ -58,6 +58,7 @@ def _printed_command(text: str) -> list[str]:
     return [sys.executable, *cmd[1:]]
 
 
+@pytest.mark.slow
 @needs_shm
 def test_sigterm_to_the_process_group_checkpoints_and_prints_the_resume_command(tmp_path):
     run_dir, marker = tmp_path / "run", tmp_path / "workers.json"
@@ -95,16 +96,13 @@ def test_sigterm_to_the_process_group_checkpoints_and_prints_the_resume_command(
     wait_gone(workers["pids"], workers["shm"], timeout=10.0)
 
 
+@pytest.mark.slow
 @needs_shm
 @pytest.mark.parametrize(
     ("fault", "what"),
     [
         ({"FAKE_SHARD_DIE_AT": "13:1"}, "died during 'step' (killed by SIGKILL)"),
-        pytest.param(
-            {"FAKE_SHARD_HANG_AT": "13:1"},
-            "sent no reply to 'step' within 2 s (hung?)",
-            marks=pytest.mark.slow,  # the wait for the hung worker, then the resume
-        ),
+        ({"FAKE_SHARD_HANG_AT": "13:1"}, "sent no reply to 'step' within 2 s (hung?)"),
     ],
     ids=["dies", "hangs"],
 )

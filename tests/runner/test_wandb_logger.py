@@ -162,6 +162,7 @@ def test_online_without_a_key_is_one_line_and_offline_needs_none(
         LoggerConfig(name="mlflow")
 
 
+@pytest.mark.slow
 def test_the_old_tensorboard_switch_names_the_logger_group(tmp_path: Path) -> None:
     moved = r"run.tensorboard \(now the logger group: logger=tensorboard, logger=wandb or logger"
     with pytest.raises(ConfigError, match=moved):
@@ -176,6 +177,7 @@ def test_the_old_tensorboard_switch_names_the_logger_group(tmp_path: Path) -> No
 
 
 # ---------------------------------------------------------------------------- offline runs
+@pytest.mark.slow
 def test_an_offline_run_records_tensorboards_scalars_and_the_resolved_config(
     wandb_extra: None, tmp_path: Path
 ) -> None:
