@@ -12,7 +12,7 @@
 # `STEPS=one`, `STEPS=alone` and `STEPS=sweep` in back-to-back calls give each its time (a step
 # runs until the deadline where no other follows). A step cut by its deadline gets SIGINT:
 # pytest then still prints the failures it has seen.
-# Each step has its deadline; what finished is kept: $OUT/gpu_tests.tgz holds the full logs
+# Each step has its deadline; what finished is kept: $OUT/gpu_tests_<steps>.tgz holds the full logs
 # (summary.log, one_process.log, <file>.log, sweep.log) and the sweep's folder (comparison
 # csv/md/png, multirun.yaml, each job's summary.json; no checkpoints), to unpack into
 # docs/results/gpu_tests/<date>-<gpu>/.
@@ -25,14 +25,15 @@ source scripts/device/lib.sh
 DEADLINE=${1:-560}
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/ind}
 export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/tri}
-R=/tmp/gpu_tests/$(date +%H%M%S)
+STEPS=${STEPS:-one alone sweep}
+TAG=${STEPS// /_}
+R=/tmp/gpu_tests/$(date +%H%M%S)_$TAG  # two calls of different STEPS may run side by side
 mkdir -p "$R"
 exec > >(tee -a "$R/summary.log") 2>&1
 echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}; $(nvidia-smi -L 2>/dev/null | head -n 1)"
 PYTEST=(python3 -m pytest -q -p no:cacheprovider -rfEs --tb=long -m gpu)
 mapfile -t FILES < <("${PYTEST[@]}" --collect-only tests 2>/dev/null | grep "::" | cut -d: -f1 | sort -u)
 echo "GPU test files: ${FILES[*]}"
-STEPS=${STEPS:-one alone sweep}
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 # a. one process (the order pytest collects: envs, learner, runner)
 if step one; then
@@ -63,5 +64,5 @@ else
 fi
 echo; echo "== failures and errors"
 grep -h -E "^(FAILED|ERROR) " "$R"/*.log | sort | uniq -c | head -n 40
-tar czf "$OUT/gpu_tests.tgz" -C "$R" --exclude=checkpoints --exclude=tb .
+tar czf "$OUT/gpu_tests_$TAG.tgz" -C "$R" --exclude=checkpoints --exclude=tb .
 echo "== done at ${SECONDS}s"
