@@ -94,6 +94,11 @@ class WarpPhysics:
             self.m = mjw.put_model(m, batch_sizes=batched)
             if deterministic:  # read by the step's launches: set before the first one
                 self.m.opt.deterministic = int(mjw.DeterminismType.ALL)
+                # Its order-invariant atomics allocate scratch memory at launch, which CUDA
+                # refuses inside a conditional graph node: the solver loop (`capture_while`)
+                # runs its iterations unrolled instead, converged worlds idle (the same
+                # kernels captured or not, so a replay computes the eager step's bits).
+                self.m.opt.graph_conditional = False
             self.d = mjw.make_data(m, nworld=n, nconmax=nconmax, njmax=njmax)
         view = wp.to_torch
         d = self.d

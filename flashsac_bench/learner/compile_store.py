@@ -31,6 +31,7 @@ import io
 import logging
 import sys
 import time
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,13 @@ class StoredCompile:
         self._opened = False
         self._key: dict[str, Any] = {}
         self.file: Path | None = None  # where the variants are saved (named by the key)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as what it stands for (the function and its settings), never its loaded
+        code: torch pickles what a traced function's guards reach (an update's closure
+        reaches the RNG, which holds its compiled hash), and compiled code holds guard
+        managers that do not pickle."""
+        return (_unopened, (self.fn, self.dynamic, self.options))
 
     def __call__(self, *args: Any) -> Any:
         if self._plain is None:
@@ -199,14 +207,32 @@ class StoredCompile:
 
     def _fall_back(self, reason: str) -> None:
         self.report.fallback = reason
-        log.info("%s runs as plain torch.compile: %s", self.name, reason)
+        log.warning("%s runs as plain torch.compile: %s", self.name, reason)
         self._plain = torch.compile(
-            self.fn, fullgraph=True, dynamic=self.dynamic, options=self.options
+            own_code(self.fn), fullgraph=True, dynamic=self.dynamic, options=self.options
         )
 
     def _note(self, note: str) -> None:
         self.report.notes.append(note)
         log.warning("%s", note)
+
+
+def _unopened(fn: Callable[..., Any], dynamic: bool, options: dict[str, Any] | None) -> Any:
+    """A StoredCompile of `fn` that has loaded and compiled nothing yet (its unpickling)."""
+    return StoredCompile(fn, dynamic=dynamic, options=options)
+
+
+def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with a code object of its own. Dynamo keeps compiled code per code object, so
+    closures of one function (each learner's updates) would share entries: a later learner
+    could run code another one compiled, under its options and guards, and add to that code's
+    recompile limit. Its own code object makes each one compile as in a fresh process."""
+    copy = types.FunctionType(
+        fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    copy.__kwdefaults__, copy.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+    copy.__module__ = fn.__module__
+    return copy
 
 
 def aot_compile_gate_open() -> contextlib.AbstractContextManager[Any]:

@@ -206,6 +206,9 @@ def test_the_deterministic_mode_runs_and_changes_nothing_on_the_cpu_device() -> 
         warp = WarpOptions(device="cpu", deterministic=deterministic)
         with make_env(TASK, MjwarpConfig(warp=warp), 4, 5) as env:
             assert bool(env.physics.m.opt.deterministic) == deterministic
+            # deterministic: the solver loop unrolled (its atomics allocate, which a CUDA
+            # conditional graph node refuses: envs.warp_physics)
+            assert env.physics.m.opt.graph_conditional == (not deterministic)
             env.reset()
             runs.append([_snapshot(env.step(x)) for x in actions])
     for a, b in zip(*runs, strict=True):

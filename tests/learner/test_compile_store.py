@@ -167,3 +167,43 @@ def test_inputs_it_cannot_key_run_as_plain_torch_compile():
     stored = StoredCompile(deep, dynamic=False)
     assert torch.equal(stored(torch.ones(3)), torch.full((3,), 2.0))
     assert "no key for its inputs (ValueError" in (stored.report.fallback or "")
+
+
+def test_fallbacks_of_one_functions_closures_compile_each_their_own_code():
+    """Two learners' updates are closures of one function: as plain torch.compile, each is
+    traced for itself (Dynamo keeps compiled code per code object; shared, the second would
+    run the first one's code and count toward its recompile limit), and each computes its
+    own closure's bits."""
+    from torch._dynamo.utils import counters
+
+    holders = [Holder(), Holder()]
+    holders[1].w = holders[1].w * 2  # the same guards: only its values differ
+    x = torch.ones(3)
+    want = [make_step(h)(x) for h in (Holder(), holders[1])]
+    before = counters["stats"]["unique_graphs"]
+    with torch._inductor.config.patch(force_disable_caches=True):
+        stored = [StoredCompile(make_step(h), dynamic=False) for h in holders]
+        got = [s(x) for s in stored]
+    assert counters["stats"]["unique_graphs"] - before == 2
+    assert all("caches are disabled" in (s.report.fallback or "") for s in stored)
+    torch.testing.assert_close(got, want)
+
+
+def test_a_closure_reaching_another_stored_compile_is_still_saved_and_loaded():
+    """An update's closure reaches the RNG, which on CUDA holds the compiled hash (a used
+    StoredCompile): torch pickles what the trace's guards reach, and the hash's loaded code
+    does not pickle. It pickles as its definition, so the update is saved and loaded."""
+
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    x = torch.ones(3)
+    steps = []
+    for _ in range(2):  # the second as a later process: it loads what the first saved
+        h = Holder()
+        h._hash = StoredCompile(double, dynamic=True)  # type: ignore[attr-defined]
+        h._hash(x)  # used: it holds compiled code (private, as the RNG keeps it)
+        steps.append(StoredCompile(make_step(h), dynamic=False))
+        steps[-1](x)
+    reports = [(s.report.compiled, s.report.loaded, s.report.fallback) for s in steps]
+    assert reports == [(1, 0, None), (0, 1, None)]
