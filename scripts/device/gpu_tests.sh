@@ -31,7 +31,7 @@ R=/tmp/gpu_tests/$(date +%H%M%S)_$TAG  # two calls of different STEPS may run si
 mkdir -p "$R"
 exec > >(tee -a "$R/summary.log") 2>&1
 echo "commit ${FLASHSAC_BENCH_COMMIT:-unknown}; $(nvidia-smi -L 2>/dev/null | head -n 1)"
-PYTEST=(python3 -m pytest -q -p no:cacheprovider -rfEs --tb=long -m gpu)
+PYTEST=(python3 -m pytest -q -p no:cacheprovider -rfEs --tb=long --durations=30 -m gpu)  # durations: what the one-process step must fit in one call
 mapfile -t FILES < <("${PYTEST[@]}" --collect-only tests 2>/dev/null | grep "::" | cut -d: -f1 | sort -u)
 echo "GPU test files: ${FILES[*]}"
 step() { [[ " $STEPS " == *" $1 "* ]]; }
