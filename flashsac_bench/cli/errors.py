@@ -29,6 +29,7 @@ from flashsac_bench.runner.writes import (
     NOT_WRITABLE_ERRNOS,
     DiskFullError,
     NotWritableError,
+    chained_disk_full,
 )
 
 PROG = "flashsac_bench"
@@ -145,22 +146,9 @@ def describe(err: BaseException) -> tuple[str, int] | None:
             return one_line(f"no space left on device: {err.filename or err}"), 1
         if err.errno in NOT_WRITABLE_ERRNOS and err.filename:
             return one_line(f"cannot write {err.filename}: {err.strerror}"), 1
-    full = _chained_disk_full(err)
+    full = chained_disk_full(err)
     if full is not None:
         return describe(full)
-    return None
-
-
-def _chained_disk_full(err: BaseException) -> OSError | None:
-    """A full disk behind another error (torch.save's zip writer turns ENOSPC part-way through a
-    file into "unexpected pos ..."): the OSError it was raised from or while handling."""
-    seen = {id(err)}
-    cause = err.__cause__ or err.__context__
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS:
-            return cause
-        cause = cause.__cause__ or cause.__context__
     return None
 
 

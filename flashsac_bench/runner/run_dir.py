@@ -68,7 +68,7 @@ from flashsac_bench.runner.resume import (
 from flashsac_bench.runner.resume_commands import restart_command, resume_command
 from flashsac_bench.runner.signals import Signals
 from flashsac_bench.runner.summary import SUMMARY_NAME, git_info, load_summary
-from flashsac_bench.runner.writes import DISK_FULL_ERRNOS, write_error
+from flashsac_bench.runner.writes import chained_disk_full, write_error
 
 if TYPE_CHECKING:
     from flashsac_bench.runner.env_factory import EnvFactory
@@ -428,7 +428,7 @@ def save_snapshot(path: Path, payload: dict[str, Any]) -> None:
     try:
         save_checkpoint(path, payload)
     except Exception as err:
-        full = _disk_full_cause(err)
+        full = chained_disk_full(err)
         if full is None:
             raise
         raise write_error(full, path, "checkpoint") from err
@@ -444,19 +444,6 @@ def _owned(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(_owned(v) for v in value)
     return value
-
-
-def _disk_full_cause(err: BaseException) -> OSError | None:
-    """The ENOSPC behind `err` when torch hid it: a full disk part-way through torch.save ends in
-    its zip writer's "unexpected pos" RuntimeError, with the OSError only as its context."""
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS:
-            return None if cause is err else cause  # err itself: already named as it is
-        cause = cause.__cause__ or cause.__context__
-    return None
 
 
 def _r(value: float | None, digits: int = 2) -> str:

@@ -19,6 +19,20 @@ DISK_FULL_ERRNOS = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 NOT_WRITABLE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR}
 
 
+def chained_disk_full(err: BaseException) -> OSError | None:
+    """A full disk behind another error (torch.save's zip writer turns ENOSPC part-way through a
+    file into "unexpected pos ..."): the OSError it was raised from or while handling; None
+    where there is none, or where `err` itself is the OSError (already named as it is)."""
+    seen = {id(err)}
+    cause = err.__cause__ or err.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS:
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 class DiskFullError(OSError):
     """No space left (or quota exceeded) while writing a run's file."""
 
