@@ -38,6 +38,7 @@ import torch
 
 from flashsac_bench.cli.tool import Tool, run_tool
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.root import Config
 from flashsac_bench.config.run import MAX_ITERATIONS
 from flashsac_bench.interop import unilab as ui
@@ -162,16 +163,10 @@ def unilab_to_flashsac(
             f"the checkpoint's (obs, critic obs, action) dims {tuple(dims.__dict__.values())} "
             f"are not task {config.task.name}'s {task}"
         )
-    learner = FlashSACLearner(
-        config.learner,
-        config.update,
-        dims,
-        num_envs=config.run.num_envs,
-        batch_size=config.replay.batch_size,
-        replay_capacity=config.replay.batch_size,  # the ring is not saved
-        device="cpu",
-        seed=config.run.seed,
-    )
+    # On the CPU in float32 without GEMM padding, whatever the command's hardware: the
+    # checkpoint's tensors are UniLab's, unpadded, and nothing here runs an update.
+    cpu = HardwareConfig(name="cpu", device="cpu", dtype="float32", gemm_align=1)
+    learner = FlashSACLearner.from_config(config, dims, hardware=cpu, to_act=True)
     ui.load_unilab_state(learner, sd)
     from flashsac_bench.runner.checkpoint_probe import probe_learner
 

@@ -24,7 +24,6 @@ import torch
 
 from flashsac_bench.config import Config, ConfigError
 from flashsac_bench.config.acting import ACTING_DTYPES, acting_config
-from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.task import BaseTaskConfig, TaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path
@@ -75,19 +74,7 @@ def load_trained_learner(
     sd = payload["learner"]
     try:
         obs, critic_obs, action = (int(d) for d in sd["dims"])
-        learner = FlashSACLearner(
-            cfg.learner,
-            cfg.update,
-            Dims(obs, critic_obs, action),
-            num_envs=cfg.run.num_envs,
-            batch_size=cfg.replay.batch_size,
-            replay_capacity=cfg.replay.batch_size,
-            device=cfg.hardware.resolved_device(),
-            dtype=cfg.hardware.resolved_dtype(),
-            path=PathConfig(name="eager"),
-            seed=cfg.run.seed,
-            gemm_align=cfg.hardware.resolved_gemm_align(),
-        )
+        learner = FlashSACLearner.from_config(cfg, Dims(obs, critic_obs, action), to_act=True)
         learner.load_state_dict(sd)
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         # Shapes that do not fit (a checkpoint edited or assembled elsewhere): torch's

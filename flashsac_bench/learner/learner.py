@@ -10,7 +10,7 @@ update, by calls: `update()` -> `Path.run` -> `Cycle.run` -> `Path.critic` ->
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -43,6 +43,10 @@ from flashsac_bench.learner.state import (
 )
 from flashsac_bench.learner.update import Cycle, UpdateStatics, plan_cycle
 
+if TYPE_CHECKING:
+    from flashsac_bench.config.hardware import HardwareConfig
+    from flashsac_bench.config.root import Config
+
 STATE_FORMAT = 1
 
 
@@ -57,6 +61,30 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 class FlashSACLearner:
+    @classmethod
+    def from_config(
+        cls, c: Config, dims: Dims, *, hardware: HardwareConfig | None = None, to_act: bool = False
+    ) -> FlashSACLearner:
+        """The learner a run's config describes, for envs of `dims`: how the runner's setup,
+        evaluation and convert turn a config into a learner. `hardware`: where and in what
+        dtype it computes (the config's by default); `to_act`: a learner that loads a
+        checkpoint to act or to be written again, so the eager path and a replay ring of one
+        batch (no checkpoint holds its ring)."""
+        hw = c.hardware if hardware is None else hardware
+        return cls(
+            c.learner,
+            c.update,
+            dims,
+            num_envs=c.run.num_envs,
+            batch_size=c.replay.batch_size,
+            replay_capacity=c.replay.batch_size if to_act else c.replay_capacity,
+            device=hw.resolved_device(),
+            dtype=hw.resolved_dtype(),
+            path=PathConfig(name="eager") if to_act else c.path,
+            seed=c.run.seed,
+            gemm_align=hw.resolved_gemm_align(),
+        )
+
     def __init__(
         self,
         cfg: LearnerConfig,

@@ -130,19 +130,7 @@ def build_learner(
         torch.empty(1, device=device)
         startup["cuda_init_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    learner = FlashSACLearner(
-        c.learner,
-        c.update,
-        dims,
-        num_envs=c.run.num_envs,
-        batch_size=c.replay.batch_size,
-        replay_capacity=c.replay_capacity,
-        device=device,
-        dtype=c.hardware.resolved_dtype(),
-        path=c.path,
-        seed=c.run.seed,
-        gemm_align=c.hardware.resolved_gemm_align(),
-    )
+    learner = FlashSACLearner.from_config(c, dims)
     startup["learner_build_s"] = time.perf_counter() - t
     closing.callback(release_quietly, learner.release_graphs, "the update cycle's CUDA graph")
     return learner
