@@ -120,8 +120,8 @@ def _load(path: Path) -> Any:
 
 def _save(path: Path, obj: Any, overwrite: bool, source: Path) -> Path:
     """Atomic write (a temporary file, then a rename): an interruption leaves no half file.
-    Never over `source` or a run's checkpoint (cli.outputs), whatever `overwrite` says."""
-    from flashsac_bench.cli.outputs import refuse_overwriting
+    Never over `source` or a run's checkpoint (runner.outputs), whatever `overwrite` says."""
+    from flashsac_bench.runner.outputs import refuse_overwriting
     from flashsac_bench.runner.writes import atomic_write
 
     refuse_overwriting([path], [source], ConversionError, "out")

@@ -202,8 +202,8 @@ def export_checkpoint(
 def output_dir(checkpoint: str | Path, out_dir: str | Path | None, onnx: str) -> Path:
     """Where the policy files go (default: <run dir>/export); raises ConfigError for an onnx
     option that cannot be honoured, naming the file it would have written."""
-    from flashsac_bench.cli.outputs import refuse_overwriting
     from flashsac_bench.cli.writable import probe_writable
+    from flashsac_bench.runner.outputs import refuse_overwriting
 
     if onnx not in ONNX_MODES:
         raise ConfigError(f"onnx must be auto, true or false, got {onnx!r}")

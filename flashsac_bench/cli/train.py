@@ -191,7 +191,7 @@ def _run(
         if not _env_lost(runner, err):
             raise  # an env that raised: a bug of the env, with its traceback
         lost = _env_lost_error_type()(str(err))
-        lost.hint = _continue_hint(runner)
+        lost.hint = runner.dir.continue_hint()
         raise lost from err
     return (summary.get("iter_ms") or {}).get("median")
 
@@ -215,25 +215,11 @@ def _env_lost(runner: Runner, err: BaseException) -> bool:
     return runner.parts is not None and runner.parts.collector.hung
 
 
-def _continue_hint(runner: Runner) -> str:
-    """Where the run can continue from: its last checkpoint and the command, or that none was
-    written."""
-    from flashsac_bench.runner.liveness import last_checkpoint
-    from flashsac_bench.runner.resume_commands import resume_command
-
-    ckpt = last_checkpoint(runner.run_dir) if runner.run_dir.is_dir() else None
-    source = runner.run_dir if ckpt else runner.state.resumed_from
-    if source is None:
-        return "no checkpoint was written (rerun to start over)"
-    cmd = resume_command(runner.info.command, runner.run_dir, Path(source))
-    return f"last checkpoint {ckpt or source}; continue with: {cmd}"
-
-
 def _abort_message(runner: Runner, err: KeyboardInterrupt) -> str:
     """What a second Ctrl-C kept, and the command that continues from there."""
     signame = str(err) or "SIGINT"
     head = f"aborted by a second {signame} during iteration {runner.state.done_iterations}"
-    hint = _continue_hint(runner)
+    hint = runner.dir.continue_hint()
     if hint.startswith("no checkpoint"):
         return f"{head}; {hint}"
     return f"{head} (nothing of it was saved); {hint}"

@@ -342,14 +342,19 @@ class RunDir:
             log.debug("the partial summary's write failed", exc_info=write_err)
 
     def continue_hint(self) -> str:
-        """Where a run that ended at once goes on from: its last checkpoint, else the start."""
+        """Where a run that ended goes on from: its last checkpoint, else the checkpoint it
+        resumed from, else the start."""
         records = self.records
+        command = records.info.command
         ckpt = last_checkpoint(self.path) if self.path.is_dir() else None
-        if ckpt is None:
-            cmd = restart_command(records.info.command, self.path)
-            return f"no checkpoint was written; start it again with: {cmd}"
-        cmd = resume_command(records.info.command, self.path)
-        return f"last checkpoint {ckpt}; continue with: {cmd}"
+        if ckpt is not None:
+            return f"last checkpoint {ckpt}; continue with: {resume_command(command, self.path)}"
+        source = records.state.resumed_from
+        if source is not None:
+            cmd = resume_command(command, self.path, Path(source))
+            return f"last checkpoint {source}; continue with: {cmd}"
+        cmd = restart_command(command, self.path)
+        return f"no checkpoint was written; start it again with: {cmd}"
 
     def _stopped_before_the_loop(self, err: StartInterrupted) -> None:
         """Complete the message of a run stopped before its first iteration (what was kept)

@@ -1,4 +1,4 @@
-"""No command writes over a file it reads or over a run's own checkpoints (cli.outputs).
+"""No command writes over a file it reads or over a run's own checkpoints (runner.outputs).
 
 convert's `out`, export's and evaluate's `out_dir` that name the checkpoint the command reads
 (by its path, a symlink, a hard link or a path through `..`), or a checkpoint / latest.txt of a
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from flashsac_bench.cli.convert import ConversionError, ConvertConfig, convert
-from flashsac_bench.cli.outputs import refuse_overwriting
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.runner.checkpoint import CHECKPOINT_DIR, LATEST_NAME
+from flashsac_bench.runner.outputs import refuse_overwriting
 from tests.fakes.runs import with_repo_on_path
 
 
@@ -70,10 +70,10 @@ def test_convert_never_writes_over_its_source_or_a_runs_checkpoints(run, out):
 
 
 def test_export_and_evaluate_never_write_over_the_checkpoint_they_read(run, tmp_path):
-    from flashsac_bench.cli.evaluate import EVAL_NAME, output_dir
     from flashsac_bench.cli.export import TORCHSCRIPT_NAME
     from flashsac_bench.cli.export import output_dir as export_dir
     from flashsac_bench.evaluation.config import EvalConfig
+    from flashsac_bench.evaluation.evaluate import EVAL_NAME, output_dir
 
     folder = tmp_path / "out"
     folder.mkdir()

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from flashsac_bench.cli.errors import UsageError
-from flashsac_bench.cli.evaluate import TOOL, evaluate
+from flashsac_bench.cli.evaluate import TOOL
 from flashsac_bench.cli.tool import compose_options
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.task import CommandRanges, TaskConfig
 from flashsac_bench.envs import make_env
 from flashsac_bench.evaluation.config import EvalConfig
+from flashsac_bench.evaluation.evaluate import evaluate
 from flashsac_bench.evaluation.robustness import (
     CONDITIONS,
     apply_condition,

@@ -129,9 +129,9 @@ def load_with_unilab(learner, path: Path) -> int:
 # ---------------------------------------------------------------------------- UniLab -> ours
 @needs_unilab
 def test_unilab_checkpoint_converts_evaluates_and_exports(tmp_path, monkeypatch):
-    from flashsac_bench.cli.evaluate import evaluate
     from flashsac_bench.cli.export import export_checkpoint, load_torchscript
     from flashsac_bench.evaluation.config import EvalConfig
+    from flashsac_bench.evaluation.evaluate import evaluate
 
     monkeypatch.chdir(tmp_path)  # MuJoCo writes MUJOCO_LOG.TXT into the cwd on warnings
     theirs = unilab_learner(98, 101, 29, gamma=0.97)  # G1 sizes, as UniLab trains them

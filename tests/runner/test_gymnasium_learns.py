@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from flashsac_bench.cli.evaluate import evaluate
 from flashsac_bench.cli.train import train
 from flashsac_bench.config import to_config
 from flashsac_bench.evaluation.config import EvalConfig
+from flashsac_bench.evaluation.evaluate import evaluate
 from tests.config.test_config import composed
 
 

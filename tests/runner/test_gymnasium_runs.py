@@ -130,8 +130,8 @@ def test_a_gymnasium_checkpoint_is_evaluated_with_a_gif_and_exported(runs):
 
 
 def test_a_run_on_an_env_a_checkpoint_cannot_hold_is_evaluated_but_not_resumed(tmp_path):
-    from flashsac_bench.cli.evaluate import evaluate
     from flashsac_bench.evaluation.config import EvalConfig
+    from flashsac_bench.evaluation.evaluate import evaluate
 
     train(gym_config("Pendulum-v1", iterations=6), run_dir=tmp_path / "a")
     ckpt = resolve_resume_path(tmp_path / "a")
