@@ -73,12 +73,14 @@ class WarpOptions:
     def resolved_device(self) -> str:
         """The worlds' torch device: "cpu" or "cuda:N". A Config has resolved "auto" to the
         learner's device; alone (a benchmark), "auto" is cuda:0 when torch sees CUDA."""
-        return same_device(self.device)
+        return device_name(self.device)
 
 
-def same_device(device: str) -> str:
+def device_name(device: str) -> str:
     """A device name in one spelling: "auto" resolved (CUDA when torch sees it), "cuda" as
-    "cuda:0"; so that two names of one device compare equal."""
+    "cuda:0"; so that two names of one device compare equal in a config, before any CUDA
+    context exists (runner.setup.same_device compares the built torch devices, where "cuda"
+    is CUDA's current device)."""
     if device == "auto":
         import torch
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from flashsac_bench.config.backend import BackendConfig, EnvPlan, MjwarpConfig, same_device
+from flashsac_bench.config.backend import BackendConfig, EnvPlan, MjwarpConfig, device_name
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.keys import suggest, unknown_key_hint, unknown_keys
@@ -75,10 +75,10 @@ class Config:
             # The device env hands its transitions to the learner's ring without host staging:
             # its worlds run on the learner's device ("auto" resolves to it here).
             warp = self.backend.warp
-            learner = same_device(self.hardware.resolved_device())
+            learner = device_name(self.hardware.resolved_device())
             if warp.device == "auto":
                 self.backend.warp = replace(warp, device=learner)
-            elif same_device(warp.device) != learner:
+            elif device_name(warp.device) != learner:
                 raise ConfigError(
                     f"backend.warp.device={warp.device} but hardware={self.hardware.name} puts "
                     f"the learner on {learner}: the worlds must run on the learner's device "
