@@ -228,6 +228,44 @@ def _warn_if_unprojected(learner: Any) -> None:
             )
 
 
+def _adam_rows(layout: Any, fields: Any, state: Any) -> list[dict[str, torch.Tensor]]:
+    """One Adam state per parameter, in UniLab's parameter order (none before a first step)."""
+    if float(state.step) == 0:
+        return []
+    m = named_from_flat(layout, fields, state.exp_avg)
+    v = named_from_flat(layout, fields, state.exp_avg_sq)
+    step = torch.tensor(float(state.step))
+    return [
+        {"step": step.clone(), "exp_avg": m[n], "exp_avg_sq": v[n]} for n in parameter_names(fields)
+    ]
+
+
+def _temperature_adam(state: Any) -> list[dict[str, torch.Tensor]]:
+    """The temperature's Adam state as UniLab's one-parameter group (none before a step)."""
+    if float(state.step) == 0:
+        return []
+    return [
+        {
+            "step": torch.tensor(float(state.step)),
+            "exp_avg": state.exp_avg.detach().cpu().clone(),
+            "exp_avg_sq": state.exp_avg_sq.detach().cpu().clone(),
+        }
+    ]
+
+
+def _reward_normalizer(rn: Any) -> dict[str, Any]:
+    """The reward normalizer's statistics under UniLab's names."""
+    return {
+        "rms": {
+            "mean": rn.mean.detach().cpu().float().reshape(1),
+            "var": rn.var.detach().cpu().float().reshape(1),
+            "count": rn.count.detach().cpu().float().reshape(()),
+        },
+        "g_r": rn.returns.detach().cpu().clone(),
+        "g_r_max": rn.returns_abs_max.detach().cpu().clone(),
+    }
+
+
 def unilab_state(learner: Any, update_count: int, device_type: str = "cuda") -> dict[str, Any]:
     """`learner`'s state as UniLab's `FlashSACLearner.get_state_dict()`.
 
@@ -248,42 +286,12 @@ def unilab_state(learner: Any, update_count: int, device_type: str = "cuda") -> 
             named.update(named_from_flat(layout, fields, flat))
         return OrderedDict((n, named[n]) for n in state_dict_names(fields, actor))
 
-    def adam(layout, fields, state) -> list[dict[str, torch.Tensor]]:
-        m = named_from_flat(layout, fields, state.exp_avg)
-        v = named_from_flat(layout, fields, state.exp_avg_sq)
-        step = torch.tensor(float(state.step))
-        if float(state.step) == 0:
-            return []
-        return [
-            {"step": step.clone(), "exp_avg": m[n], "exp_avg_sq": v[n]}
-            for n in parameter_names(fields)
-        ]
-
     critic_step, actor_step = int(s.critic_sched_step), int(s.actor_sched_step)
     critic_lr = st.critic_schedule.lr_at(critic_step)
     actor_lr = st.actor_schedule.lr_at(actor_step)
     peak = cfg.lr_peak
-    temp = []
-    if float(s.temp_adam.step) > 0:
-        temp = [
-            {
-                "step": torch.tensor(float(s.temp_adam.step)),
-                "exp_avg": s.temp_adam.exp_avg.detach().cpu().clone(),
-                "exp_avg_sq": s.temp_adam.exp_avg_sq.detach().cpu().clone(),
-            }
-        ]
-    rn = s.reward_normalizer
-    reward = None
-    if cfg.normalize_reward:
-        reward = {
-            "rms": {
-                "mean": rn.mean.detach().cpu().float().reshape(1),
-                "var": rn.var.detach().cpu().float().reshape(1),
-                "count": rn.count.detach().cpu().float().reshape(()),
-            },
-            "g_r": rn.returns.detach().cpu().clone(),
-            "g_r_max": rn.returns_abs_max.detach().cpu().clone(),
-        }
+    temp = _temperature_adam(s.temp_adam)
+    reward = _reward_normalizer(s.reward_normalizer) if cfg.normalize_reward else None
 
     def adam_dict(per_param, n_params, lr):
         return _adam_to_unilab(per_param, n_params, lr, peak, cfg, device_type)
@@ -305,10 +313,10 @@ def unilab_state(learner: Any, update_count: int, device_type: str = "cuda") -> 
         "target_critic": module(c_fields, target, False),
         "temperature": OrderedDict(log_temp=s.log_temp.detach().cpu().clone().reshape(1)),
         "actor_optimizer": adam_dict(
-            adam(st.actor_param_layout, a_fields, s.actor_adam), n_actor, actor_lr
+            _adam_rows(st.actor_param_layout, a_fields, s.actor_adam), n_actor, actor_lr
         ),
         "critic_optimizer": adam_dict(
-            adam(st.critic_param_layout, c_fields, s.critic_adam), n_critic, critic_lr
+            _adam_rows(st.critic_param_layout, c_fields, s.critic_adam), n_critic, critic_lr
         ),
         "temperature_optimizer": adam_dict(temp, 1, actor_lr),
         "actor_scheduler": _scheduler_state(actor_step, actor_lr, peak),
