@@ -180,6 +180,12 @@ class FlashSACLearner:
             gemm_align=self.gemm_align,
             kernels=self.fused_kernels,
         )
+        return statics, self._initial_state(flats, seed)
+
+    def _initial_state(self, flats: dict[str, torch.Tensor], seed: int) -> LearnerState:
+        """The state at the start: the initialized flats, zero Adam moments and schedules,
+        the scalars slots, the RNG of `seed` and the reward normalizer / exploration noise."""
+        cfg, dims, dev = self.cfg, self.dims, self.device
         rng = CounterRNG(seed, dev)
         scalars = torch.zeros(NUM_SCALARS, dtype=torch.float32, device=dev)
         scalars[SCALAR_INDEX["temperature.log_temp"]] = flats["log_temp"][0]
@@ -188,7 +194,7 @@ class FlashSACLearner:
             i = SCALAR_INDEX[name]
             return scalars[i : i + 1] if n else scalars[i]
 
-        state = LearnerState(
+        return LearnerState(
             actor_params=flats["actor_params"],
             actor_buffers=flats["actor_buffers"],
             actor_adam=AdamState.zeros_like(flats["actor_params"], slot("actor.adam.step")),
@@ -213,7 +219,6 @@ class FlashSACLearner:
             metrics=scalars[METRICS_OFFSET:],
             scalars=scalars,
         )
-        return statics, state
 
     # ------------------------------------------------------------------ the update cycle
     def can_update(self) -> bool:
