@@ -240,6 +240,14 @@ def _as_accurate(got, fp32, exact, floor=0.0):
     assert worst <= budget, (worst, budget, ref_error)
 
 
+def _td_as_accurate(*td_args):
+    """The TD target op against the float64 oracle, as accurate as torch's float32 reference."""
+    floor = _projection_floor(td_args[0].shape[-1])
+    exact = _td(K.td_target_reference, *_double(*td_args))
+    fp32 = _td(K.td_target_reference, *td_args)
+    _as_accurate(_td(K.td_target, *td_args), fp32, exact, floor)
+
+
 def _projection_floor(atoms: int) -> float:
     """The TD target's mass split follows the target's position b = (z - v_min) / delta in
     [0, atoms - 1]: one float32 ulp of b moves up to (atoms - 1) * 2^-23 of mass."""
@@ -255,13 +263,7 @@ def _double(*tensors):
 def test_cuda_kernels_equal_the_references_at_block_edges(atoms):
     logits, support, rewards, bootstrap, bonus, target = _case(batch=37, atoms=atoms, device="cuda")
     nxt, online = logits[:, 37:], logits[:, :37]
-    td_args = (nxt, support, rewards, bootstrap, bonus)
-    _as_accurate(
-        _td(K.td_target, *td_args),
-        _td(K.td_target_reference, *td_args),
-        _td(K.td_target_reference, *_double(*td_args)),
-        _projection_floor(atoms),
-    )
+    _td_as_accurate(nxt, support, rewards, bootstrap, bonus)
     got = torch.ops.flashsac.cross_entropy_rows(online, target, support)
     fp32, exact = _rows_of(online, target, support), _rows_of(*_double(online, target, support))
     for a, b, c in zip(got, fp32, exact, strict=True):
@@ -273,13 +275,7 @@ def test_cuda_kernels_equal_the_references_at_block_edges(atoms):
 def test_cuda_kernels_equal_the_references_at_g1_sizes():
     logits, support, rewards, bootstrap, bonus, target = _case(batch=2048, atoms=101, device="cuda")
     nxt, online = logits[:, 2048:], logits[:, :2048]
-    td_args = (nxt, support, rewards, bootstrap, bonus)
-    _as_accurate(
-        _td(K.td_target, *td_args),
-        _td(K.td_target_reference, *td_args),
-        _td(K.td_target_reference, *_double(*td_args)),
-        _projection_floor(101),
-    )
+    _td_as_accurate(nxt, support, rewards, bootstrap, bonus)
     fused, ref = (
         _loss(K.cross_entropy, target, support),
         _loss(K.cross_entropy_reference, target, support),
