@@ -25,6 +25,7 @@ import numpy as np
 
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
+from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
 from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.evaluation.config import EvalConfig
@@ -83,7 +84,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     from flashsac_bench.evaluation.trained import load_trained_learner, trained_task
     from flashsac_bench.runner.summary import write_json
 
-    device = _device(ec.device)
+    device = HardwareConfig(name="eval", device=ec.device).resolved_device()  # "auto" resolved
     t0 = time.perf_counter()
     trained = load_trained_learner(ec.checkpoint, device, ec.dtype)
     cfg = trained.config
@@ -310,14 +311,6 @@ def _eval_backend(cfg: Any, ec: EvalConfig, num_envs: int) -> MujocoConfig | Non
     if backend.workers > num_envs:  # training's worker count, for fewer envs here
         return dataclasses.replace(backend, workers=num_envs)
     return backend
-
-
-def _device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 # What one evaluation writes into its out_dir; an earlier one's are moved aside, never replaced.
