@@ -1,10 +1,10 @@
 """FlashSACLearner: the state, acting, checkpoints, and the ONE path object that runs the update
 cycle.
 
-The cycle and its updates are defined once in learner.update (`Cycle`, `critic_update`,
-`actor_update`); how they execute (eager, compiled, captured) is learner.paths. One critic
-update, by calls: `update()` -> `Path.run` -> `Cycle.run` -> `Path.critic` ->
-`update.critic_update`, its result written by the path (`update.write`).
+The updates are defined once in learner.update (`critic_update`, `actor_update`), the cycle of
+them in learner.cycle (`plan_cycle`, `Cycle`); how they execute (eager, compiled, captured)
+is learner.paths. One critic update, by calls: `update()` -> `Path.run` -> `Cycle.run` ->
+`Path.critic` -> `update.critic_update`, its result written by the path (`update.write`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.learner import kernels, paths
 from flashsac_bench.learner.adam import AdamConfig, AdamState
+from flashsac_bench.learner.cycle import Cycle, plan_cycle
 from flashsac_bench.learner.distributional import target_entropy
 from flashsac_bench.learner.exploration import STREAM_RANDOM_ACTION, ZetaNoise
 from flashsac_bench.learner.networks import (
@@ -41,7 +42,7 @@ from flashsac_bench.learner.state import (
     SCALAR_INDEX,
     LearnerState,
 )
-from flashsac_bench.learner.update import Cycle, UpdateStatics, plan_cycle
+from flashsac_bench.learner.update import UpdateStatics
 
 if TYPE_CHECKING:
     from flashsac_bench.config.hardware import HardwareConfig

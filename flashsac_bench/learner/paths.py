@@ -1,6 +1,6 @@
 """How a cycle runs: eager, torch.compile, or one captured CUDA graph per iteration.
 
-The learner holds ONE path object. Every path runs the same `update.Cycle` (the same draws, the
+The learner holds ONE path object. Every path runs the same `cycle.Cycle` (the same draws, the
 same `update.critic_update` / `update.actor_update`, in the same order) through `Path.run`;
 the path decides only how each update executes (`Path.critic`, `Path.actor`) and how the cycle
 is replayed:
@@ -38,9 +38,9 @@ import torch
 
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.learner.compile_store import StoredCompile
+from flashsac_bench.learner.cycle import Cycle
 from flashsac_bench.learner.graphs import GraphSet, collect_dead_graphs
 from flashsac_bench.learner.update import (
-    Cycle,
     actor_update,
     critic_update,
     write,

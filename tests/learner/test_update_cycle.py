@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from flashsac_bench.config.update import UpdateConfig
-from flashsac_bench.learner.update import plan_cycle
+from flashsac_bench.learner.cycle import plan_cycle
 from tests.learner.helpers import BATCH, DIMS, fill_ring, state_diff, tiny_learner
 
 ALWAYS_CHANGES = {"rng.counter", "metrics"}
