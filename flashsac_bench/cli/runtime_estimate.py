@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.root import Config
-from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.envs.tasks import task_of
 
 ENV_STEPS_PER_S = 4700.0
 ENV_THREAD_EXPONENT = 0.9
@@ -107,7 +107,7 @@ def estimate_cpu_run(config: Config, cores: int | None = None) -> Estimate:
 def _estimated(config: Config, cores: int | None) -> Estimate | None:
     """The estimate of a CPU run of the G1 task, else None (a GPU run, or a task other than the
     G1, whose env cost the model was not fitted to)."""
-    if config.hardware.resolved_device() != "cpu" or not isinstance(config.task, TaskConfig):
+    if config.hardware.resolved_device() != "cpu" or not task_of(config.task).estimates_cpu_runtime:
         return None
     return estimate_cpu_run(config, cores)
 

@@ -189,6 +189,17 @@ class BaseTaskConfig(OptionGroup):
         """What steps the envs of a task that uses no backend (for messages)."""
         return "a backend"
 
+    def plan(self, num_envs: int) -> EnvPlan:
+        """How a task that uses no backend steps its envs; a backend's task has the backend's
+        plan (BackendConfig.plan), never its own."""
+        raise ConfigError(f"task={self.name} is stepped by a backend: its plan is the backend's")
+
+    def walk_tracking_top(self) -> float | None:
+        """The most lin-vel tracking reward one control step can earn, which the walking
+        thresholds of run.stop_at_walk are judged against; None: a task that has no walking
+        thresholds."""
+        return None
+
     def check_available(self) -> None:
         """Refuse a task whose packages are not installed (one line naming the install
         command); not part of __post_init__, as backends' (config.backend)."""
@@ -245,6 +256,9 @@ class TaskConfig(BaseTaskConfig):
     @property
     def sim_dt(self) -> float:
         return self.ctrl_dt / self.decimation
+
+    def walk_tracking_top(self) -> float:
+        return self.rewards.tracking_lin_vel * self.ctrl_dt
 
 
 VECTORIZATIONS = ("sync", "async")
