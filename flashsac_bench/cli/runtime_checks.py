@@ -37,8 +37,8 @@ def check_model_file(config: Config) -> Any:
     model_file = g1_config(config.task).model_file
     import mujoco
 
-    from flashsac_bench.envs.g1_layout import G1Layout
-    from flashsac_bench.envs.g1_model import check_physics, task_spec
+    from flashsac_bench.envs.g1.layout import G1Layout
+    from flashsac_bench.envs.g1.model import check_physics, task_spec
 
     warned: list[str] = []
     # MuJoCo prints its warnings (e.g. "XML contains a 'NaN'") from C: collected here, they
@@ -139,8 +139,8 @@ def memory_needs(
     if dims is not None:
         row = RowLayout(*dims)
     elif model is not None:
-        from flashsac_bench.envs.g1_shard import array_spec
-        from flashsac_bench.envs.g1_walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
+        from flashsac_bench.envs.g1.cpu.shard import array_spec
+        from flashsac_bench.envs.g1.cpu.walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
 
         row = RowLayout(OBS_DIM, CRITIC_OBS_DIM, NUM_JOINTS)
         per_env_physics = int(model.nbuffer) + array_spec(model).nbytes(1)

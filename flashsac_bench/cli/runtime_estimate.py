@@ -35,7 +35,7 @@ ENV_THREAD_EXPONENT = 0.9
 S_PER_MAC = 7.95e-11
 OP_OVERHEAD_S = 5.0e-3
 LEARNER_THREAD_EXPONENT = 0.6
-# G1 Walk Flat (flashsac_bench/envs/g1_walk_flat.py): policy obs, critic obs, actions.
+# G1 Walk Flat (flashsac_bench/envs/g1/cpu/walk_flat.py): policy obs, critic obs, actions.
 G1_DIMS = (98, 101, 29)
 # Warn when a CPU run is estimated to take longer than this.
 WARN_AFTER_S = 600.0

@@ -210,7 +210,7 @@ class TaskConfig(BaseTaskConfig):
     """task=g1_walk_flat: the G1 walking on flat ground (owned by flashsac_bench.envs)."""
 
     name: str = "g1_walk_flat"
-    # None: the built-in G1 model (flashsac_bench.envs.g1_model). A path: any external G1 MJCF
+    # None: the built-in G1 model (flashsac_bench.envs.g1.model). A path: any external G1 MJCF
     # (visual meshes it names but that are missing are stripped).
     model_file: str | None = None
     ctrl_dt: float = ranged(0.02, low=0.0, high=FLOAT_BOUND, closed="(]")
@@ -271,7 +271,7 @@ GYMNASIUM_MISSING = (
 @dataclass
 class GymnasiumTaskConfig(BaseTaskConfig):
     """task=gymnasium: any registered Gymnasium env with a flat Box observation, a bounded Box
-    action space and a time limit ([gymnasium] extra; flashsac_bench/envs/gymnasium_env.py).
+    action space and a time limit ([gymnasium] extra; flashsac_bench/envs/gymnasium/env.py).
     Gymnasium's vector env steps the run.num_envs envs, so no backend applies.
 
     What the learner needs beyond these keys is the env's or the learner's: the actor's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flashsac_bench.envs.api import DeviceEnvStep, DeviceVecEnv, EnvStep, TaskEnv, VecEnv
+from flashsac_bench.envs.contract.api import DeviceEnvStep, DeviceVecEnv, EnvStep, TaskEnv, VecEnv
 
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig

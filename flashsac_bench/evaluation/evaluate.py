@@ -47,7 +47,7 @@ from flashsac_bench.evaluation.robustness import (
 from flashsac_bench.evaluation.rollout import Rollout, aggregate, rollout, step_metrics
 
 if TYPE_CHECKING:
-    from flashsac_bench.envs.api import EnvStep, VecEnv
+    from flashsac_bench.envs.contract.api import EnvStep, VecEnv
     from flashsac_bench.evaluation.trained import TrainedLearner
 
 EVAL_NAME = "eval.json"
@@ -167,7 +167,7 @@ class _Rollouts:
     ) -> tuple[Rollout, dict[str, Any], dict[str, float]]:
         """(rollout, penalty-scale note, env metrics) of `episodes` episodes on `envs` envs."""
         from flashsac_bench.envs import TaskEnv, make_env
-        from flashsac_bench.envs.api import VecEnv
+        from flashsac_bench.envs.contract.api import VecEnv
 
         ec, task = self.ec, self.task
         env = make_env(task, self.backend, envs, ec.seed)
@@ -342,7 +342,7 @@ def keep_earlier_evaluation(out_dir: Path) -> Path | None:
 
 
 def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dict[str, Any]:
-    from flashsac_bench.envs.api import TaskEnv
+    from flashsac_bench.envs.contract.api import TaskEnv
 
     if not isinstance(env, TaskEnv):
         return {"mode": "initial", "value": None, "note": "env has no penalty curriculum"}

@@ -113,7 +113,7 @@ def trained_task(trained: TrainedLearner) -> Iterator[BaseTaskConfig]:
     record = trained.payload.get("model")
     if not isinstance(record, dict) or not record.get("files"):
         if isinstance(record, dict) and record.get("model_file") is None:
-            from flashsac_bench.envs.g1_model import model_record
+            from flashsac_bench.envs.g1.model import model_record
 
             if model_record(None)["sha256"] != record.get("sha256"):
                 log.warning(
@@ -123,7 +123,7 @@ def trained_task(trained: TrainedLearner) -> Iterator[BaseTaskConfig]:
                 )
         yield task
         return
-    from flashsac_bench.envs.g1_model import materialize
+    from flashsac_bench.envs.g1.model import materialize
 
     with tempfile.TemporaryDirectory(prefix="flashsac_bench_model_") as folder:
         try:

@@ -15,7 +15,7 @@ import pytest
 
 from flashsac_bench.cli.runtime_checks import ModelFileError, check_model_file
 from flashsac_bench.config import to_config
-from flashsac_bench.envs.g1_model import check_physics, g1_spec, materialize, model_record
+from flashsac_bench.envs.g1.model import check_physics, g1_spec, materialize, model_record
 from tests.fakes.runs import cli_overrides, fake_env_environ, run_cli
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig
     from flashsac_bench.config.task import BaseTaskConfig
-    from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
+    from flashsac_bench.envs.contract.api import DeviceVecEnv, VecEnv
 
 # How an evaluation renders an episode: replaying the joint states its rollout recorded, or the
 # task's env rendering an episode of its own.

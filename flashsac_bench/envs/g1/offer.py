@@ -12,7 +12,7 @@ from flashsac_bench.envs.contract.task import Task, no_env
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig
     from flashsac_bench.config.task import BaseTaskConfig
-    from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
+    from flashsac_bench.envs.contract.api import DeviceVecEnv, VecEnv
 
 
 def g1_config(task_cfg: BaseTaskConfig) -> TaskConfig:
@@ -33,19 +33,19 @@ def _make_env(
     task = g1_config(task_cfg)
     # Imported here so that importing the package loads neither MuJoCo nor Warp.
     if isinstance(backend_cfg, MujocoConfig):
-        from flashsac_bench.envs.g1_walk_flat import G1WalkFlat
+        from flashsac_bench.envs.g1.cpu.walk_flat import G1WalkFlat
 
         return G1WalkFlat(task, backend_cfg, num_envs, seed)
     if isinstance(backend_cfg, MjwarpConfig):
-        from flashsac_bench.envs.g1_warp import G1WalkWarp
+        from flashsac_bench.envs.g1.warp.walk_warp import G1WalkWarp
 
         return G1WalkWarp(task, backend_cfg, num_envs, seed)
     raise no_env(task_cfg, backend_cfg)
 
 
 def _record(task_cfg: BaseTaskConfig) -> dict[str, Any]:
-    """The G1's model (envs.g1_model.model_record)."""
-    from flashsac_bench.envs.g1_model import model_record
+    """The G1's model (envs.g1.model.model_record)."""
+    from flashsac_bench.envs.g1.model import model_record
 
     return model_record(g1_config(task_cfg).model_file)
 
@@ -53,9 +53,9 @@ def _record(task_cfg: BaseTaskConfig) -> dict[str, Any]:
 def _export_fields(task_cfg: BaseTaskConfig, record: dict[str, Any]) -> dict[str, Any]:
     """Timing, action scale, joint order and default pose of the model `task_cfg.model_file`
     (the checkpoint's stored model: evaluation.trained.trained_task)."""
-    from flashsac_bench.envs.g1_figures import JOINT_NAMES
-    from flashsac_bench.envs.g1_layout import G1Layout
-    from flashsac_bench.envs.g1_model import task_spec
+    from flashsac_bench.envs.g1.figures import JOINT_NAMES
+    from flashsac_bench.envs.g1.layout import G1Layout
+    from flashsac_bench.envs.g1.model import task_spec
 
     task = g1_config(task_cfg)
     layout = G1Layout.from_model(task_spec(task.model_file).compile())
@@ -69,7 +69,7 @@ def _export_fields(task_cfg: BaseTaskConfig, record: dict[str, Any]) -> dict[str
         "observation_layout": (
             "gyro*0.25 (3) | projected gravity (3) | joint pos - default (29) | joint vel * "
             "0.05 (29) | last action (29) | command vx vy wz (3) | gait phase (2); see "
-            "flashsac_bench/envs/g1_walk_flat.py"
+            "flashsac_bench/envs/g1/cpu/walk_flat.py"
         ),
     }
 

@@ -12,7 +12,7 @@ from flashsac_bench.envs.contract.task import Task, no_env
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig
     from flashsac_bench.config.task import BaseTaskConfig
-    from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
+    from flashsac_bench.envs.contract.api import DeviceVecEnv, VecEnv
 
 
 def gymnasium_config(task_cfg: BaseTaskConfig) -> GymnasiumTaskConfig:
@@ -31,27 +31,27 @@ def _make_env(
         raise no_env(task_cfg, backend_cfg)
     task.check_available()  # the one line naming the [gymnasium] extra
     # Imported here so that importing the package loads no Gymnasium.
-    from flashsac_bench.envs.gymnasium_env import GymnasiumVecEnv
+    from flashsac_bench.envs.gymnasium.env import GymnasiumVecEnv
 
     return GymnasiumVecEnv(task, num_envs, seed)
 
 
 def _record(task_cfg: BaseTaskConfig) -> dict[str, Any]:
-    """The env's id and facts (envs.gymnasium_env.EnvFacts.record): making one env checks
+    """The env's id and facts (envs.gymnasium.env.EnvFacts.record): making one env checks
     the id."""
     task = gymnasium_config(task_cfg)
     task.check_available()
-    from flashsac_bench.envs.gymnasium_env import check_task
+    from flashsac_bench.envs.gymnasium.env import check_task
 
     return check_task(task).record()
 
 
 def _probe(task_cfg: BaseTaskConfig) -> tuple[int, int, int]:
     """Its extra installed, its env id known to Gymnasium and an env the adapter can step
-    (envs.gymnasium_env.check_task makes one); (obs, critic obs, action) sizes."""
+    (envs.gymnasium.env.check_task makes one); (obs, critic obs, action) sizes."""
     task = gymnasium_config(task_cfg)
     task.check_available()
-    from flashsac_bench.envs.gymnasium_env import check_task
+    from flashsac_bench.envs.gymnasium.env import check_task
 
     facts = check_task(task)
     return facts.obs_dim, facts.obs_dim, facts.action_dim

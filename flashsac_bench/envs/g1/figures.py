@@ -1,4 +1,4 @@
-"""Figures of the Unitree G1 29-DoF (rev 1.0) as a Python table, for `g1_model`.
+"""Figures of the Unitree G1 29-DoF (rev 1.0) as a Python table, for `g1.model`.
 
 Transcribed from UniLab's MuJoCo description of the robot (`g1.xml` / `scene_flat.xml`,
 Apache-2.0, derived from Unitree's BSD-3-Clause `unitree_mujoco` model; see NOTICE): the

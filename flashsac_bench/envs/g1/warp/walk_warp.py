@@ -1,10 +1,10 @@
-"""G1 Walk Flat on MuJoCo Warp: the task of `g1_walk_flat` with every env on the GPU.
+"""G1 Walk Flat on MuJoCo Warp: the task of `g1.cpu.walk_flat` with every env on the GPU.
 
 The `mjwarp` backend. The contract (observations, rewards, terminations, truncations, resets,
-commands, randomization, the penalty curriculum) is `g1_walk_flat`'s, computed by the same
-functions (`g1_task`, `g1_rewards`) on torch float64 tensors on the physics' device, read from
-zero-copy views of MuJoCo Warp's float32 state (`warp_physics`). Random numbers come from the
-same per-env counter streams (`env_rng_torch`, equal bit for bit to the CPU backend's), so a
+commands, randomization, the penalty curriculum) is `g1.cpu.walk_flat`'s, computed by the same
+functions (`g1.task`, `g1.rewards`) on torch float64 tensors on the physics' device, read from
+zero-copy views of MuJoCo Warp's float32 state (`g1.warp.physics`). Random numbers come from the
+same per-env counter streams (`g1.warp.env_rng_torch`, equal bit for bit to the CPU backend's), so a
 seed gives both backends the same resets, commands and noise; they differ by their physics
 (float32 here, float64 there; tests/envs/test_g1_warp.py states by how much).
 
@@ -41,12 +41,11 @@ import torch
 
 from flashsac_bench.config.backend import MjwarpConfig
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs import g1_task as T
-from flashsac_bench.envs.api import DeviceEnvStep, DeviceVecEnv
-from flashsac_bench.envs.env_rng_torch import TorchEnvStreams
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_shard import build_task_model
-from flashsac_bench.envs.g1_task import (
+from flashsac_bench.envs.contract.api import DeviceEnvStep, DeviceVecEnv
+from flashsac_bench.envs.g1 import task as T
+from flashsac_bench.envs.g1.cpu.shard import build_task_model
+from flashsac_bench.envs.g1.layout import G1Layout
+from flashsac_bench.envs.g1.task import (
     CRITIC_OBS_DIM,
     NOISE_STREAM,
     NOISE_VALUES,
@@ -56,7 +55,8 @@ from flashsac_bench.envs.g1_task import (
     RESET_VALUES,
     REWARD_TERMS,
 )
-from flashsac_bench.envs.warp_physics import WarpPhysics
+from flashsac_bench.envs.g1.warp.env_rng_torch import TorchEnvStreams
+from flashsac_bench.envs.g1.warp.physics import WarpPhysics
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ _EPISODE_SUMS = ("episodes", "terminated", "return", "length")
 
 
 class G1WalkWarp(DeviceVecEnv):
-    """`num_envs` G1 Walk Flat envs on MuJoCo Warp, autoresetting; `g1_walk_flat`'s contract."""
+    """`num_envs` G1 Walk Flat envs on MuJoCo Warp, autoresetting; `g1.cpu.walk_flat`'s contract."""
 
     obs_dim = OBS_DIM
     critic_obs_dim = CRITIC_OBS_DIM
