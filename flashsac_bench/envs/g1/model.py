@@ -32,6 +32,7 @@ import mujoco
 import numpy as np
 
 from flashsac_bench.envs.g1 import figures as fig
+from flashsac_bench.envs.g1.figure_types import Body, Geom
 from flashsac_bench.envs.g1.mjcf_loader import load_mjcf_spec
 
 _COLLISION_GROUP = 3
@@ -57,7 +58,7 @@ TASK_SENSORS: tuple[SensorSpec, ...] = (
 )
 
 
-def _add_geom(body: mujoco.MjsBody, geom: fig.Geom) -> None:
+def _add_geom(body: mujoco.MjsBody, geom: Geom) -> None:
     capsule = geom.kind in ("capsule", "foot_capsule")
     g = body.add_geom(
         name=geom.name,
@@ -78,7 +79,7 @@ def _add_geom(body: mujoco.MjsBody, geom: fig.Geom) -> None:
         g.priority = fig.FOOT_SPHERE_PRIORITY
 
 
-def _add_body(parent: mujoco.MjsBody, body: fig.Body) -> mujoco.MjsBody:
+def _add_body(parent: mujoco.MjsBody, body: Body) -> mujoco.MjsBody:
     inertial = body.inertial
     b = parent.add_body(
         name=body.name,
