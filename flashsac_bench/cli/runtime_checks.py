@@ -33,7 +33,7 @@ def _one_line(err: BaseException) -> str:
 def check_model_file(config: Config) -> Any:
     """Parse and compile the task's model (an external task.model_file, or the built-in G1) as
     the env will, find everything the task needs in it (joints, actuators, sites for the
-    sensors, the `stand` keyframe) and check its physics values (g1_model.check_physics)."""
+    sensors, the `stand` keyframe) and check its physics values (g1.model.check_physics)."""
     model_file = g1_config(config.task).model_file
     import mujoco
 

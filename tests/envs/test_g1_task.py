@@ -1,4 +1,4 @@
-"""The task's one definition (g1_task, g1_rewards) computes the same values on torch tensors as
+"""The task's one definition (g1.task, g1.rewards) computes the same values on torch tensors as
 on numpy arrays: every function on the same random inputs, float64 in and out, equal to
 rounding (the formulas' operations and their order are the same; only library kernels differ)."""
 
