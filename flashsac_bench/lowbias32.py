@@ -1,6 +1,6 @@
 """Chris Wellons' `lowbias32` hash (public domain) on int64 torch tensors holding values in
 [0, 2**32), and on Python ints: the one hash of the learner's counter RNG (`learner.rng`) and of
-the envs' device streams (`envs.env_rng_torch`), kept here because neither layer imports the
+the envs' device streams (`envs.g1.warp.env_rng_torch`), kept here because neither layer imports the
 other. Every product is split so that no intermediate exceeds 2**49: exact integer arithmetic on
 every device, eager or compiled, with no int64 overflow."""
 

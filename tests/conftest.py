@@ -86,7 +86,7 @@ def mjwarp(mjwarp_extra: None) -> None:
     and every later env of the session reuses them."""
     from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
     from flashsac_bench.config.task import TaskConfig
-    from flashsac_bench.envs.g1_warp import G1WalkWarp
+    from flashsac_bench.envs.g1.warp.walk_warp import G1WalkWarp
 
     backend = MjwarpConfig(warp=WarpOptions(device="cpu"))
     with G1WalkWarp(TaskConfig(), backend, 2, 0) as env:

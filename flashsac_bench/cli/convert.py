@@ -140,7 +140,7 @@ def _task_dims(config: Config) -> tuple[int, int, int] | None:
 
     if config.task.name != "g1_walk_flat" or os.environ.get(ENV_FACTORY_VAR, "").strip():
         return None
-    from flashsac_bench.envs.g1_walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
+    from flashsac_bench.envs.g1.cpu.walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
 
     return OBS_DIM, CRITIC_OBS_DIM, NUM_JOINTS
 

@@ -40,7 +40,8 @@ from typing import Any
 
 from flashsac_bench.cli.tool import Tool, run_tool
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.envs.g1.offer import g1_config
+from flashsac_bench.envs.tasks import task_of
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.evaluate import evaluate, output_dir, wandb_state
 from flashsac_bench.evaluation.render import frame_stride
@@ -70,14 +71,15 @@ def _check(ec: EvalConfig) -> None:
     check_stored_model(trained)
     path, payload = trained.checkpoint, trained.payload
     cfg = acting_config(payload)
-    if ec.robustness and not isinstance(cfg.task, TaskConfig):
+    offer = task_of(cfg.task)
+    if ec.robustness and not offer.robustness:
         raise ConfigError(
             f"robustness: its conditions (pushes, link masses, commands) are the G1's, and the "
             f"checkpoint's task is {cfg.task.name}: pass robustness=false"
         )
-    if ec.render and isinstance(cfg.task, TaskConfig):
+    if ec.render and offer.renders == "states":
         try:
-            frame_stride(cfg.task.ctrl_dt, ec.render_fps)
+            frame_stride(g1_config(cfg.task).ctrl_dt, ec.render_fps)
         except ValueError as err:
             raise ConfigError(str(err)) from None
     out_dir = output_dir(ec, path)

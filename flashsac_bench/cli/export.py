@@ -29,7 +29,6 @@ import torch
 
 from flashsac_bench.cli.tool import Tool, run_tool
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.evaluation.policy import DeterministicActor
 from flashsac_bench.evaluation.trained import (
     DTYPES,
@@ -134,40 +133,13 @@ def policy_metadata(trained: TrainedLearner, module: DeterministicActor) -> dict
         "input": "obs float32 [batch, obs_dim]: the task's policy observation",
         "output": "action float32 [batch, action_dim] in [-1, 1] = tanh(mean): deterministic",
     }
-    if isinstance(cfg.task, GymnasiumTaskConfig):
-        # The env's own observation; its actions are the policy's mapped onto its bounds.
-        record = trained.payload.get("model") or {}
-        meta.update(
-            env_id=cfg.task.env_id,
-            gymnasium=record.get("gymnasium"),
-            dt=record.get("dt"),
-            action_low=record.get("action_low"),
-            action_high=record.get("action_high"),
-            env_action="action_low + (action + 1) / 2 * (action_high - action_low)",
-        )
-    if isinstance(cfg.task, TaskConfig):
-        meta.update(ctrl_dt=cfg.task.ctrl_dt, action_scale=cfg.task.action_scale)
-        # Imported here: only this branch needs MuJoCo (the env's model and joint order).
-        from flashsac_bench.envs.g1_figures import JOINT_NAMES
-        from flashsac_bench.envs.g1_layout import G1Layout
-        from flashsac_bench.envs.g1_model import task_spec
-        from flashsac_bench.evaluation.trained import trained_task
+    from flashsac_bench.envs.tasks import task_of
+    from flashsac_bench.evaluation.trained import trained_task
 
-        # The model the checkpoint carries (its default pose), not whatever the file is now.
-        with trained_task(trained) as task:
-            assert isinstance(task, TaskConfig)
-            layout = G1Layout.from_model(task_spec(task.model_file).compile())
-        meta["model_sha256"] = (trained.payload.get("model") or {}).get("sha256")
-        meta.update(
-            joint_names=list(JOINT_NAMES),
-            default_joint_pos=[float(x) for x in layout.default_joint_pos],
-            joint_targets="default_joint_pos + action_scale * action (canonical joint order)",
-            observation_layout=(
-                "gyro*0.25 (3) | projected gravity (3) | joint pos - default (29) | joint vel * "
-                "0.05 (29) | last action (29) | command vx vy wz (3) | gait phase (2); see "
-                "flashsac_bench/envs/g1_walk_flat.py"
-            ),
-        )
+    # The task's own fields, of the model the checkpoint carries (the G1's default pose), not
+    # of whatever the file is now.
+    with trained_task(trained) as task:
+        meta.update(task_of(task).export_fields(task, trained.payload.get("model") or {}))
     return meta
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.root import Config
-from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
+from flashsac_bench.envs.g1.offer import g1_config
+from flashsac_bench.envs.tasks import task_of
 from flashsac_bench.runner.env_factory import (
     EnvFactory,
     env_factory_is_default,
@@ -32,13 +33,12 @@ def _one_line(err: BaseException) -> str:
 def check_model_file(config: Config) -> Any:
     """Parse and compile the task's model (an external task.model_file, or the built-in G1) as
     the env will, find everything the task needs in it (joints, actuators, sites for the
-    sensors, the `stand` keyframe) and check its physics values (g1_model.check_physics)."""
-    assert isinstance(config.task, TaskConfig)
-    model_file = config.task.model_file
+    sensors, the `stand` keyframe) and check its physics values (g1.model.check_physics)."""
+    model_file = g1_config(config.task).model_file
     import mujoco
 
-    from flashsac_bench.envs.g1_layout import G1Layout
-    from flashsac_bench.envs.g1_model import check_physics, task_spec
+    from flashsac_bench.envs.g1.layout import G1Layout
+    from flashsac_bench.envs.g1.model import check_physics, task_spec
 
     warned: list[str] = []
     # MuJoCo prints its warnings (e.g. "XML contains a 'NaN'") from C: collected here, they
@@ -63,19 +63,6 @@ def check_model_file(config: Config) -> Any:
     return model
 
 
-def check_gymnasium_task(config: Config) -> tuple[int, int, int]:
-    """task=gymnasium: its extra installed, its env id known to Gymnasium and an env the
-    adapter can step (envs.gymnasium_env.check_task makes one); its (obs, critic obs, action)
-    sizes."""
-    task = config.task
-    assert isinstance(task, GymnasiumTaskConfig)
-    task.check_available()
-    from flashsac_bench.envs.gymnasium_env import check_task
-
-    facts = check_task(task)
-    return facts.obs_dim, facts.obs_dim, facts.action_dim
-
-
 def check_stored_model(trained: Any) -> None:
     """The model a checkpoint carries (evaluation.trained.TrainedLearner), checked as
     task.model_file is before a run (a G1 with what the task needs, sound physics), so that
@@ -86,11 +73,12 @@ def check_stored_model(trained: Any) -> None:
     from flashsac_bench.evaluation.trained import trained_task
     from flashsac_bench.runner.checkpoint import CheckpointError
 
-    if isinstance(trained.config.task, GymnasiumTaskConfig):
-        check_gymnasium_task(trained.config)
+    probe = task_of(trained.config.task).probe
+    if probe is not None:
+        probe(trained.config.task)
         return
-    with trained_task(trained) as task:
-        assert isinstance(task, TaskConfig)
+    with trained_task(trained) as carried:
+        task = g1_config(carried)  # a task without a probe: its model file is checked
         if task.model_file is None:
             return  # the built-in G1 of this version (trained_task warns when it differs)
         try:
@@ -151,8 +139,8 @@ def memory_needs(
     if dims is not None:
         row = RowLayout(*dims)
     elif model is not None:
-        from flashsac_bench.envs.g1_shard import array_spec
-        from flashsac_bench.envs.g1_walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
+        from flashsac_bench.envs.g1.cpu.shard import array_spec
+        from flashsac_bench.envs.g1.cpu.walk_flat import CRITIC_OBS_DIM, NUM_JOINTS, OBS_DIM
 
         row = RowLayout(OBS_DIM, CRITIC_OBS_DIM, NUM_JOINTS)
         per_env_physics = int(model.nbuffer) + array_spec(model).nbytes(1)
@@ -202,8 +190,9 @@ def check_runtime(config: Config, env_factory: EnvFactory | None = None) -> None
     config.logger.check_available()  # logger=wandb without its extra: the pip command
     resolve_env_factory(env_factory)
     model = dims = None
-    if env_factory_is_default(env_factory) and isinstance(config.task, GymnasiumTaskConfig):
-        dims = check_gymnasium_task(config)  # without its extra: the pip command
+    probe = task_of(config.task).probe
+    if env_factory_is_default(env_factory) and probe is not None:
+        dims = probe(config.task)  # task=gymnasium without its extra: the pip command
     elif env_factory_is_default(env_factory):
         assert config.backend is not None  # a G1 task has one (Config)
         config.backend.check_available()  # backend=mjwarp without its extra: the pip command

@@ -28,14 +28,14 @@ from dataclasses import dataclass
 
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.root import Config
-from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.envs.tasks import task_of
 
 ENV_STEPS_PER_S = 4700.0
 ENV_THREAD_EXPONENT = 0.9
 S_PER_MAC = 7.95e-11
 OP_OVERHEAD_S = 5.0e-3
 LEARNER_THREAD_EXPONENT = 0.6
-# G1 Walk Flat (flashsac_bench/envs/g1_walk_flat.py): policy obs, critic obs, actions.
+# G1 Walk Flat (flashsac_bench/envs/g1/cpu/walk_flat.py): policy obs, critic obs, actions.
 G1_DIMS = (98, 101, 29)
 # Warn when a CPU run is estimated to take longer than this.
 WARN_AFTER_S = 600.0
@@ -107,7 +107,7 @@ def estimate_cpu_run(config: Config, cores: int | None = None) -> Estimate:
 def _estimated(config: Config, cores: int | None) -> Estimate | None:
     """The estimate of a CPU run of the G1 task, else None (a GPU run, or a task other than the
     G1, whose env cost the model was not fitted to)."""
-    if config.hardware.resolved_device() != "cpu" or not isinstance(config.task, TaskConfig):
+    if config.hardware.resolved_device() != "cpu" or not task_of(config.task).estimates_cpu_runtime:
         return None
     return estimate_cpu_run(config, cores)
 

@@ -208,7 +208,7 @@ def _env_lost_error_type() -> type[EnvLostError]:
 def _env_lost(runner: Runner, err: BaseException) -> bool:
     """An env worker that died, hung or failed, or a collector stuck in env.step: the envs are
     gone, and the run goes on from its last checkpoint."""
-    from flashsac_bench.envs.shards import EnvWorkerError
+    from flashsac_bench.envs.g1.cpu.shards import EnvWorkerError
 
     if isinstance(err.__cause__, EnvWorkerError):
         return True

@@ -13,7 +13,7 @@ from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.logger import LoggerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.run import ReplayConfig, RunConfig
-from flashsac_bench.config.task import BaseTaskConfig, GymnasiumTaskConfig, TaskConfig
+from flashsac_bench.config.task import BaseTaskConfig
 from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.config.values import require_bounded, require_no_interpolation
 
@@ -46,7 +46,7 @@ class Config:
             )
         if self.task.USES_BACKEND and self.backend is None:
             self.backend = BackendConfig()
-        if self.run.stop_at_walk and not isinstance(self.task, TaskConfig):
+        if self.run.stop_at_walk and self.task.walk_tracking_top() is None:
             raise ConfigError(
                 f"run.stop_at_walk judges the G1's walking thresholds: task={self.task.name} "
                 "has none (stop it with run.iterations or run.time_limit_s)"
@@ -94,7 +94,6 @@ class Config:
         """How the run's envs are stepped: by the backend, or by a task that steps its own."""
         if self.backend is not None:
             return self.backend.plan(self.run.num_envs)
-        assert isinstance(self.task, GymnasiumTaskConfig)  # the one task without a backend
         return self.task.plan(self.run.num_envs)
 
     @property

@@ -189,6 +189,17 @@ class BaseTaskConfig(OptionGroup):
         """What steps the envs of a task that uses no backend (for messages)."""
         return "a backend"
 
+    def plan(self, num_envs: int) -> EnvPlan:
+        """How a task that uses no backend steps its envs; a backend's task has the backend's
+        plan (BackendConfig.plan), never its own."""
+        raise ConfigError(f"task={self.name} is stepped by a backend: its plan is the backend's")
+
+    def walk_tracking_top(self) -> float | None:
+        """The most lin-vel tracking reward one control step can earn, which the walking
+        thresholds of run.stop_at_walk are judged against; None: a task that has no walking
+        thresholds."""
+        return None
+
     def check_available(self) -> None:
         """Refuse a task whose packages are not installed (one line naming the install
         command); not part of __post_init__, as backends' (config.backend)."""
@@ -199,7 +210,7 @@ class TaskConfig(BaseTaskConfig):
     """task=g1_walk_flat: the G1 walking on flat ground (owned by flashsac_bench.envs)."""
 
     name: str = "g1_walk_flat"
-    # None: the built-in G1 model (flashsac_bench.envs.g1_model). A path: any external G1 MJCF
+    # None: the built-in G1 model (flashsac_bench.envs.g1.model). A path: any external G1 MJCF
     # (visual meshes it names but that are missing are stripped).
     model_file: str | None = None
     ctrl_dt: float = ranged(0.02, low=0.0, high=FLOAT_BOUND, closed="(]")
@@ -246,6 +257,9 @@ class TaskConfig(BaseTaskConfig):
     def sim_dt(self) -> float:
         return self.ctrl_dt / self.decimation
 
+    def walk_tracking_top(self) -> float:
+        return self.rewards.tracking_lin_vel * self.ctrl_dt
+
 
 VECTORIZATIONS = ("sync", "async")
 GYMNASIUM_MISSING = (
@@ -257,7 +271,7 @@ GYMNASIUM_MISSING = (
 @dataclass
 class GymnasiumTaskConfig(BaseTaskConfig):
     """task=gymnasium: any registered Gymnasium env with a flat Box observation, a bounded Box
-    action space and a time limit ([gymnasium] extra; flashsac_bench/envs/gymnasium_env.py).
+    action space and a time limit ([gymnasium] extra; flashsac_bench/envs/gymnasium/env.py).
     Gymnasium's vector env steps the run.num_envs envs, so no backend applies.
 
     What the learner needs beyond these keys is the env's or the learner's: the actor's

@@ -27,7 +27,8 @@ from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.hardware import HardwareConfig
 from flashsac_bench.config.run import WALK_EPISODE_LENGTH, WALK_TRACKING_FRAC
-from flashsac_bench.config.task import TaskConfig
+from flashsac_bench.envs.g1.offer import g1_config
+from flashsac_bench.envs.tasks import task_of
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.render import (
     GIF_NAME,
@@ -46,7 +47,7 @@ from flashsac_bench.evaluation.robustness import (
 from flashsac_bench.evaluation.rollout import Rollout, aggregate, rollout, step_metrics
 
 if TYPE_CHECKING:
-    from flashsac_bench.envs.api import EnvStep, VecEnv
+    from flashsac_bench.envs.contract.api import EnvStep, VecEnv
     from flashsac_bench.evaluation.trained import TrainedLearner
 
 EVAL_NAME = "eval.json"
@@ -89,9 +90,10 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
     trained = load_trained_learner(ec.checkpoint, device, ec.dtype)
     cfg = trained.config
     _say(f"{trained.checkpoint} (iteration {trained.iteration}) on {device}")
-    g1 = isinstance(cfg.task, TaskConfig)  # else a Gymnasium env: no G1 metrics, goals, camera
-    if ec.render and isinstance(cfg.task, TaskConfig):
-        frame_stride(cfg.task.ctrl_dt, ec.render_fps)  # a bad fps fails now, not after rollouts
+    offer = task_of(cfg.task)
+    if ec.render and offer.renders == "states":
+        # A bad fps fails now, not after the rollouts.
+        frame_stride(g1_config(cfg.task).ctrl_dt, ec.render_fps)
     out_dir = output_dir(ec, trained.checkpoint)
     num_envs = min(ec.num_envs, ec.episodes)
     # The envs step the model the checkpoint carries (an edited or deleted MJCF changes nothing).
@@ -104,7 +106,7 @@ def evaluate(ec: EvalConfig) -> dict[str, Any]:
         robustness = runs.robustness(result)
         end_scale = env_metrics.get("curriculum/penalty_scale")
         report = _report(ec, trained, num_envs, result, rollout_s, (scale_note, end_scale))
-        if not g1:  # the walking goals are the G1's
+        if not offer.walks:  # the walking goals are the G1's
             report["goals"] = None
         if robustness:  # only when asked: eval.json without the option stays as it was
             report["robustness"] = robustness
@@ -141,9 +143,9 @@ class _Rollouts:
         return learner.act_deterministic(x).float().cpu().numpy().astype(np.float64)
 
     def metrics(self, out: EnvStep) -> dict[str, np.ndarray]:
-        task = self.task
-        if not isinstance(task, TaskConfig):
+        if not task_of(self.task).walks:
             return {}
+        task = g1_config(self.task)
         return step_metrics(
             out.final_critic_obs,
             out.reward_terms,
@@ -165,7 +167,7 @@ class _Rollouts:
     ) -> tuple[Rollout, dict[str, Any], dict[str, float]]:
         """(rollout, penalty-scale note, env metrics) of `episodes` episodes on `envs` envs."""
         from flashsac_bench.envs import TaskEnv, make_env
-        from flashsac_bench.envs.api import VecEnv
+        from flashsac_bench.envs.contract.api import VecEnv
 
         ec, task = self.ec, self.task
         env = make_env(task, self.backend, envs, ec.seed)
@@ -175,8 +177,8 @@ class _Rollouts:
             if condition is not None:
                 apply_condition(env, condition)
             record_steps = 0
-            if render and isinstance(task, TaskConfig):
-                record_steps = int(round(ec.render_seconds / task.ctrl_dt))
+            if render and task_of(task).renders == "states":
+                record_steps = int(round(ec.render_seconds / g1_config(task).ctrl_dt))
             qpos = env.qpos if isinstance(env, TaskEnv) else None
             record = (lambda: qpos[ec.render_env].copy()) if qpos is not None else None
             result = rollout(
@@ -198,14 +200,14 @@ class _Rollouts:
         ec, task = self.ec, self.task
         found: dict[str, Any] = {}
         for name in ec.robustness:
-            assert isinstance(task, TaskConfig)  # the CLI's check: the G1's conditions
-            cond = make_condition(name, task, ec.push_step, ec.push_velocity)
+            # The CLI's check: a task that offers robustness (the G1's conditions).
+            cond = make_condition(name, g1_config(task), ec.push_step, ec.push_velocity)
             if name == "nominal":  # the rollout above, exactly: not run twice
                 episodes = nominal.episodes
             else:
                 n_episodes, n_envs = env_layout(cond, ec.episodes, ec.num_envs)
                 episodes = self.run(n_envs, n_episodes, f"robustness {name}", cond)[0].episodes
-            found[name] = summarize(cond, episodes, task.max_episode_steps)
+            found[name] = summarize(cond, episodes, g1_config(task).max_episode_steps)
         return found
 
 
@@ -264,7 +266,7 @@ def _render(
     """The video of one episode (eval.gif, eval_strip.png), or why there is none."""
     if not ec.render:
         return {"ok": False}
-    if not isinstance(task, TaskConfig):
+    if task_of(task).renders == "episode":
         _say(f"rendering one episode of {name} (seed {ec.seed}) ...")
         return render_gymnasium_episode(task, policy, ec, out_dir)
     _say(f"rendering {len(result.frames)} states of env {ec.render_env} ...")
@@ -340,7 +342,7 @@ def keep_earlier_evaluation(out_dir: Path) -> Path | None:
 
 
 def _apply_penalty_scale(env: VecEnv, payload: dict[str, Any], mode: str) -> dict[str, Any]:
-    from flashsac_bench.envs.api import TaskEnv
+    from flashsac_bench.envs.contract.api import TaskEnv
 
     if not isinstance(env, TaskEnv):
         return {"mode": "initial", "value": None, "note": "env has no penalty curriculum"}

@@ -36,7 +36,7 @@ def render_model(task_cfg: Any) -> Any:
     qpos is laid out exactly as in the env's model)."""
     import mujoco
 
-    from flashsac_bench.envs.g1_model import task_spec
+    from flashsac_bench.envs.g1.model import task_spec
 
     spec = task_spec(task_cfg.model_file)
     builtin = task_cfg.model_file is None
@@ -197,7 +197,7 @@ def render_gymnasium_episode(
     """task=gymnasium: eval.gif and eval_strip.png of one episode of a fresh env (seeded
     ec.seed, the policy acting), rendered by the env itself (rgb_array) at ec.width x
     ec.height, every k-th step for about ec.render_fps frames per second of the env's time."""
-    from flashsac_bench.envs.gymnasium_env import check_task, record_episode
+    from flashsac_bench.envs.gymnasium.env import check_task, record_episode
 
     t = time.perf_counter()
     dt = check_task(task_cfg).dt or 1.0 / ec.render_fps

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.envs.api import TaskEnv
+from flashsac_bench.envs.contract.api import TaskEnv
 
 CONDITIONS = ("nominal", "push", "mass_minus20", "mass_plus20", "command_edges")
 MASS_SCALES = {"mass_minus20": 0.8, "mass_plus20": 1.2}

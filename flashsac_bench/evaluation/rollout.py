@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from flashsac_bench.envs.api import EnvStep, VecEnv
+    from flashsac_bench.envs.contract.api import EnvStep, VecEnv
 
-# Observation slices and scales of G1 Walk Flat (flashsac_bench/envs/g1_walk_flat.py), restated
+# Observation slices and scales of G1 Walk Flat (flashsac_bench/envs/g1/cpu/walk_flat.py), restated
 # so that importing this module does not load MuJoCo before MUJOCO_GL is set (see evaluate).
 GYRO, COMMAND, LIN_VEL = slice(0, 3), slice(93, 96), slice(98, 101)
 

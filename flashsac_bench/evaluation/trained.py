@@ -24,7 +24,7 @@ import torch
 
 from flashsac_bench.config import Config, ConfigError
 from flashsac_bench.config.acting import ACTING_DTYPES, acting_config
-from flashsac_bench.config.task import BaseTaskConfig, TaskConfig
+from flashsac_bench.config.task import BaseTaskConfig
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner.checkpoint import CheckpointError, load_checkpoint, resolve_resume_path
 from flashsac_bench.runner.checkpoint_probe import probe_learner
@@ -103,14 +103,17 @@ def trained_task(trained: TrainedLearner) -> Iterator[BaseTaskConfig]:
     evaluated or exported. The built-in model comes from this version's code: a warning says
     when it differs from the checkpoint's. A task without a model file (task=gymnasium: the
     env is Gymnasium's, by its id) as it is."""
-    task = trained.config.task
-    if not isinstance(task, TaskConfig):
-        yield task
+    from flashsac_bench.envs.g1.offer import g1_config
+    from flashsac_bench.envs.tasks import task_of
+
+    if not task_of(trained.config.task).stores_model:
+        yield trained.config.task
         return
+    task = g1_config(trained.config.task)  # a stored model is a G1's model_file
     record = trained.payload.get("model")
     if not isinstance(record, dict) or not record.get("files"):
         if isinstance(record, dict) and record.get("model_file") is None:
-            from flashsac_bench.envs.g1_model import model_record
+            from flashsac_bench.envs.g1.model import model_record
 
             if model_record(None)["sha256"] != record.get("sha256"):
                 log.warning(
@@ -120,7 +123,7 @@ def trained_task(trained: TrainedLearner) -> Iterator[BaseTaskConfig]:
                 )
         yield task
         return
-    from flashsac_bench.envs.g1_model import materialize
+    from flashsac_bench.envs.g1.model import materialize
 
     with tempfile.TemporaryDirectory(prefix="flashsac_bench_model_") as folder:
         try:

@@ -3,7 +3,7 @@
 Contents: learner state (networks, target, Adam moments, schedule steps, reward normalizer,
 counter RNG, exploration noise), replay contents + cursor, env state, the collector's current
 observations / dones, episode statistics, the rows so far, the model the envs ran (`model`:
-envs.g1_model.model_record) and the iteration to continue at.
+envs.g1.model.model_record) and the iteration to continue at.
 
 A checkpoint is read without running code and only when it is intact (runner.torch_files):
 tensors and plain values only (numpy arrays are stored as byte tensors), every archive record
@@ -230,7 +230,7 @@ def _check_rows(path: Path, rows: Any, iteration: int) -> None:
 
 
 def _check_model(path: Path, record: Any) -> None:
-    """The model record (envs.g1_model.model_record): its file names stay inside the MJCF's
+    """The model record (envs.g1.model.model_record): its file names stay inside the MJCF's
     folder (a name such as ../x would be written elsewhere when the model is used)."""
     if record is None:
         return

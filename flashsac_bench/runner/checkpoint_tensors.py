@@ -60,7 +60,7 @@ LOG_TEMP_BOUND = 80.0
 # Box-Muller on the learner RNG's 24-bit uniforms draws |z| <= sqrt(-2 ln 2^-24) ~ 5.77.
 NOISE_BOUND = 6.0
 # The arrays of an env state that are not per env: the MuJoCo Warp env's global state (its
-# curriculum and metric sums, envs.g1_warp; tests/runner/test_warp_runs.py resumes one).
+# curriculum and metric sums, envs.g1.warp.walk_warp; tests/runner/test_warp_runs.py resumes one).
 GLOBAL_ENV_ARRAYS = ("penalty_scale", "mean_episode_length", "sums")
 # Values of the replay rows read at a time (a walk-sized ring is GBs, memory-mapped).
 _CHUNK_ROWS = 1 << 13

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
-from flashsac_bench.envs.api import EnvStep, VecEnv
-from flashsac_bench.envs.host_stats import array_mean
-from flashsac_bench.envs.shards import straggler_ms
+from flashsac_bench.envs.contract.api import EnvStep, VecEnv
+from flashsac_bench.envs.contract.host_stats import array_mean
+from flashsac_bench.envs.g1.cpu.shards import straggler_ms
 from flashsac_bench.learner.replay import RowLayout
 
 # How long the main thread waits for one env tick before declaring the collector hung: inside

@@ -1,5 +1,5 @@
-"""Collecting from a device env (envs.api.DeviceVecEnv): its step and the tick's rows, queued on
-the learner's device, no host staging.
+"""Collecting from a device env (envs.contract.api.DeviceVecEnv): its step and the tick's rows,
+queued on the learner's device, no host staging.
 
 The counterpart of runner.collector for an env whose state lives on the learner's device (the
 MuJoCo Warp backend). The loop drives both alike (submit, then wait; runner.loop):
@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from flashsac_bench.envs.api import DeviceEnvStep, DeviceVecEnv
+from flashsac_bench.envs.contract.api import DeviceEnvStep, DeviceVecEnv
 from flashsac_bench.learner.graphs import GraphSet
 from flashsac_bench.learner.replay import RowLayout
 from flashsac_bench.runner.collector import TickResult

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flashsac_bench.config.errors import ConfigError
-from flashsac_bench.envs.api import DeviceVecEnv, VecEnv, check_env
+from flashsac_bench.envs.contract.api import DeviceVecEnv, VecEnv, check_env
 
 if TYPE_CHECKING:
     from flashsac_bench.config.backend import BackendConfig

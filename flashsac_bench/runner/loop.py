@@ -19,7 +19,7 @@ Rows are built one iteration late by design: off the serial path, and complete a
 next act has synchronized past the update's values; runner.records). A checkpoint, the loop's
 end and a failure build the pending row first.
 
-A device env (envs.api.DeviceVecEnv, the MuJoCo Warp backend) runs the same steps with the
+A device env (envs.contract.api.DeviceVecEnv, the MuJoCo Warp backend) runs the same steps with the
 device collector (runner.device_collector): its step and the tick's packing are queued in
 collect on a stream of their own that runs beside the update (runner.env_lane; or on the
 learner's stream before it), the store is ordered after both, and nothing leaves the device but

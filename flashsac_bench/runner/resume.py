@@ -26,7 +26,7 @@ from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.keys import flatten
 from flashsac_bench.config.root import Config
 from flashsac_bench.config.stored import upgrade_stored_config
-from flashsac_bench.envs.api import NOT_RESUMABLE
+from flashsac_bench.envs.contract.api import NOT_RESUMABLE
 from flashsac_bench.runner.checkpoint import (
     CHECKPOINT_DIR,
     LATEST_NAME,

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
+from flashsac_bench.envs.contract.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.checkpoint import (
     CHECKPOINT_DIR,

@@ -30,7 +30,7 @@ import torch
 
 from flashsac_bench.config.backend import MujocoConfig, WarpOptions
 from flashsac_bench.config.root import Config
-from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
+from flashsac_bench.envs.contract.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.compile_store import summarize
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 from flashsac_bench.runner import training_config

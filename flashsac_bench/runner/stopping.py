@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from flashsac_bench.config import run as run_config
 from flashsac_bench.config.root import Config
-from flashsac_bench.config.task import TaskConfig
 from flashsac_bench.runner.faults import NotLearningError
 from flashsac_bench.runner.records import Window
 from flashsac_bench.runner.signals import Signals
@@ -72,12 +71,10 @@ class Stopping:
     def __init__(self, config: Config, run_t0: float, signals: Signals) -> None:
         self.time_limit_s = config.run.time_limit_s
         self.stop_at_walk = config.run.stop_at_walk
-        task = config.task
-        # The G1's lin-vel tracking maximum (weight * ctrl_dt); 0: a task without walking
-        # thresholds (Config refuses run.stop_at_walk for it).
-        self.tracking_top = (
-            task.rewards.tracking_lin_vel * task.ctrl_dt if isinstance(task, TaskConfig) else 0.0
-        )
+        # The lin-vel tracking maximum the walking thresholds are judged against; 0: a task
+        # without walking thresholds (Config refuses run.stop_at_walk for it).
+        top = config.task.walk_tracking_top()
+        self.tracking_top = 0.0 if top is None else top
         self.run_t0 = run_t0
         self.signals = signals
         signals.loop_started()  # the setup is done: a first signal now ends the loop's iteration

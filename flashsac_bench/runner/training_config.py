@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from flashsac_bench.config.root import Config
-from flashsac_bench.config.task import GymnasiumTaskConfig
+from flashsac_bench.envs.tasks import task_of
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 
@@ -53,7 +53,7 @@ def static(c: Config) -> dict[str, Any]:
         "backend": None if c.backend is None else c.backend.name,
         **{f"env_{key}": value for key, value in plan.items()},
         "task": c.task.name,
-        **({"env_id": c.task.env_id} if isinstance(c.task, GymnasiumTaskConfig) else {}),
+        **task_of(c.task).run_fields(c.task),
         **_pick(run, "seed", "time_limit_s"),
     }
 

@@ -33,11 +33,11 @@ import numpy as np
 
 from flashsac_bench.config.backend import MujocoConfig, available_cores  # noqa: F401
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs.batched import STATE_SPEC, BatchedMujoco
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_shard import NUM_JOINTS, build_task_model
-from flashsac_bench.envs.g1_walk_flat import G1WalkFlat
-from flashsac_bench.envs.shards import ArraySpec, InlineShards, ProcessShards, straggler_ms
+from flashsac_bench.envs.g1.cpu.batched import STATE_SPEC, BatchedMujoco
+from flashsac_bench.envs.g1.cpu.shard import NUM_JOINTS, build_task_model
+from flashsac_bench.envs.g1.cpu.shards import ArraySpec, InlineShards, ProcessShards, straggler_ms
+from flashsac_bench.envs.g1.cpu.walk_flat import G1WalkFlat
+from flashsac_bench.envs.g1.layout import G1Layout
 
 CEILING_PERIOD = 40
 
@@ -111,7 +111,7 @@ def machine() -> dict[str, Any]:
 def parallel_speedup(threads: int = 2, steps: int = 300) -> float:
     """Speedup of `threads` threads stepping one MjData each over one thread doing it all: about
     `threads` on an idle machine, lower when other processes hold the cores (shared CI boxes)."""
-    from flashsac_bench.envs.g1_model import build_g1_model
+    from flashsac_bench.envs.g1.model import build_g1_model
 
     model = build_g1_model()
     datas = [mujoco.MjData(model) for _ in range(threads)]

@@ -25,10 +25,10 @@ import torch
 
 from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_shard import build_task_model
-from flashsac_bench.envs.g1_warp import G1WalkWarp
-from flashsac_bench.envs.warp_physics import WarpPhysics
+from flashsac_bench.envs.g1.cpu.shard import build_task_model
+from flashsac_bench.envs.g1.layout import G1Layout
+from flashsac_bench.envs.g1.warp.physics import WarpPhysics
+from flashsac_bench.envs.g1.warp.walk_warp import G1WalkWarp
 from lab.bench.env_bench import CEILING_PERIOD, BenchArgs, actions_for
 
 

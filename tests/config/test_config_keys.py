@@ -139,7 +139,7 @@ def test_the_gymnasium_task_has_exactly_its_recorded_keys():
 
 
 # Keys that code outside config/ reads without naming them: every reward weight by its field
-# name (envs.g1_task.REWARD_TERMS), the episode length through TaskConfig.max_episode_steps.
+# name (envs.g1.task.REWARD_TERMS), the episode length through TaskConfig.max_episode_steps.
 READ_BY_FIELD_NAME = ("task.rewards.",)
 READ_THROUGH = {"task.episode_length_s": "max_episode_steps"}
 
@@ -153,7 +153,7 @@ def test_no_composition_carries_a_key_that_nothing_reads():
     """Every leaf of every composition is read by the code that runs it (outside config/):
     by attribute, by field name, or through a property of its group that is read."""
     from flashsac_bench.config.task import RewardWeights, TaskConfig
-    from flashsac_bench.envs.g1_task import REWARD_TERMS
+    from flashsac_bench.envs.g1.task import REWARD_TERMS
 
     assert set(REWARD_TERMS) == {f.name for f in fields(RewardWeights)}
     source = _package_source(inside_config=False)

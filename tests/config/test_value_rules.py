@@ -183,7 +183,7 @@ def test_out_of_domain_values_are_refused(override, message):
 
 def test_a_run_that_cannot_fit_in_memory_is_refused_before_allocating(monkeypatch):
     from flashsac_bench.cli import runtime_checks
-    from flashsac_bench.envs.g1_model import task_spec
+    from flashsac_bench.envs.g1.model import task_spec
 
     model = task_spec(None).compile()
     small = to_config({"hardware": {"device": "cpu"}, "run": {"num_envs": 64}})

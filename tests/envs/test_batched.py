@@ -6,8 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from flashsac_bench.envs.batched import BatchedMujoco
-from flashsac_bench.envs.g1_model import build_g1_model
+from flashsac_bench.envs.g1.cpu.batched import BatchedMujoco
+from flashsac_bench.envs.g1.model import build_g1_model
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flashsac_bench.envs.shards import InlineShards
+from flashsac_bench.envs.g1.cpu.shards import InlineShards
 from lab.bench import env_bench as eb
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_env.py"

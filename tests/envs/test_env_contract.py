@@ -1,4 +1,4 @@
-"""The env contract (envs.api.VecEnv): every env and every test fake the runner is given
+"""The env contract (envs.contract.api.VecEnv): every env and every test fake the runner is given
 implements all of it, with the declared dtypes and shapes; a class that lacks a member, or a
 step with a wrong dtype, is refused."""
 
@@ -14,7 +14,13 @@ import pytest
 from flashsac_bench.config.backend import MjwarpConfig, MujocoConfig, WarpOptions
 from flashsac_bench.config.task import GymnasiumTaskConfig, TaskConfig
 from flashsac_bench.envs import TaskEnv, VecEnv, make_env
-from flashsac_bench.envs.api import DeviceVecEnv, EnvStep, check_device_step, check_env, check_step
+from flashsac_bench.envs.contract.api import (
+    DeviceVecEnv,
+    EnvStep,
+    check_device_step,
+    check_env,
+    check_step,
+)
 from tests.fakes.fake_device_env import FakeDeviceEnv
 from tests.fakes.fake_env import FakeEnv, SplitFakeEnv
 from tests.fakes.sharded_env import FakeShardedEnv
@@ -150,9 +156,9 @@ def _device_envs() -> dict[str, Callable[[], DeviceVecEnv]]:
     ],
 )
 def test_every_device_env_and_fake_implements_the_device_contract(name: str, request) -> None:
-    """The device contract (envs.api.DeviceVecEnv) as the runner uses it: sizes, a reset's and a
-    step's tensors on the env's device with the declared dtypes and shapes, metrics as floats,
-    get_state / set_state continuing bit for bit."""
+    """The device contract (envs.contract.api.DeviceVecEnv) as the runner uses it: sizes, a
+    reset's and a step's tensors on the env's device with the declared dtypes and shapes, metrics
+    as floats, get_state / set_state continuing bit for bit."""
     import torch
 
     if name.startswith("G1WalkWarp"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flashsac_bench.envs.env_rng import EnvStreams, hash32
+from flashsac_bench.envs.g1.env_rng import EnvStreams, hash32
 from flashsac_bench.learner.rng import hash32_int
 
 

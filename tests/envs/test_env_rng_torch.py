@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from flashsac_bench.envs.env_rng import EnvStreams
-from flashsac_bench.envs.env_rng_torch import TorchEnvStreams, hash32
+from flashsac_bench.envs.g1.env_rng import EnvStreams
+from flashsac_bench.envs.g1.warp.env_rng_torch import TorchEnvStreams, hash32
 
 
 def test_hash32_equals_the_numpy_hash_on_random_words() -> None:
-    from flashsac_bench.envs.env_rng import hash32 as np_hash32
+    from flashsac_bench.envs.g1.env_rng import hash32 as np_hash32
 
     words = np.random.default_rng(0).integers(0, 2**32, size=4096, dtype=np.uint64)
     words[:4] = [0, 1, 2**32 - 1, 2**31]

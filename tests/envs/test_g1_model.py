@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from flashsac_bench.envs.g1_model import TASK_SENSORS, build_g1_model, task_spec
-from flashsac_bench.envs.mjcf_loader import load_mjcf_spec
+from flashsac_bench.envs.g1.mjcf_loader import load_mjcf_spec
+from flashsac_bench.envs.g1.model import TASK_SENSORS, build_g1_model, task_spec
 
 
 def _reference_without_meshes(scene: Path) -> mujoco.MjModel:

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from flashsac_bench.envs import g1_rewards as R
+from flashsac_bench.envs.g1 import rewards as R
 
 
 def _axis_angle_quat(axis: tuple[float, float, float], angle: float) -> np.ndarray:

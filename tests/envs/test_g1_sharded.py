@@ -14,7 +14,7 @@ from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.task import CurriculumConfig, TaskConfig
 from flashsac_bench.envs import make_env
-from flashsac_bench.envs.g1_walk_flat import G1WalkFlat
+from flashsac_bench.envs.g1.cpu.walk_flat import G1WalkFlat
 
 N = 7
 STEPS = 100

@@ -1,4 +1,4 @@
-"""The task's one definition (g1_task, g1_rewards) computes the same values on torch tensors as
+"""The task's one definition (g1.task, g1.rewards) computes the same values on torch tensors as
 on numpy arrays: every function on the same random inputs, float64 in and out, equal to
 rounding (the formulas' operations and their order are the same; only library kernels differ)."""
 
@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from flashsac_bench.config.task import CurriculumConfig, TaskConfig
-from flashsac_bench.envs import g1_rewards as R
-from flashsac_bench.envs import g1_task as T
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_shard import build_task_model
+from flashsac_bench.envs.g1 import rewards as R
+from flashsac_bench.envs.g1 import task as T
+from flashsac_bench.envs.g1.cpu.shard import build_task_model
+from flashsac_bench.envs.g1.layout import G1Layout
 
 N = 257
 

@@ -12,7 +12,7 @@ import pytest
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.task import CurriculumConfig, ObsConfig, ResetConfig, TaskConfig
 from flashsac_bench.envs import EnvStep, make_env
-from flashsac_bench.envs.g1_walk_flat import (
+from flashsac_bench.envs.g1.cpu.walk_flat import (
     ACTION,
     COMMAND,
     GRAVITY,

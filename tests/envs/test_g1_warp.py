@@ -21,10 +21,10 @@ import torch
 from flashsac_bench.config.backend import MjwarpConfig, MujocoConfig, WarpOptions
 from flashsac_bench.config.task import CurriculumConfig, TaskConfig
 from flashsac_bench.envs import make_env
-from flashsac_bench.envs.api import DeviceEnvStep, check_device_step
-from flashsac_bench.envs.batched import STATE_SPEC, BatchedMujoco
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_shard import build_task_model
+from flashsac_bench.envs.contract.api import DeviceEnvStep, check_device_step
+from flashsac_bench.envs.g1.cpu.batched import STATE_SPEC, BatchedMujoco
+from flashsac_bench.envs.g1.cpu.shard import build_task_model
+from flashsac_bench.envs.g1.layout import G1Layout
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("mjwarp")]
 
@@ -54,7 +54,7 @@ def _actions(n: int = N, steps: int = STEPS, seed: int = 0) -> np.ndarray:
 
 
 def test_physics_matches_cpu_mujoco() -> None:
-    from flashsac_bench.envs.warp_physics import WarpPhysics
+    from flashsac_bench.envs.g1.warp.physics import WarpPhysics
 
     model = build_task_model(TaskConfig())
     lay = G1Layout.from_model(model)
@@ -207,7 +207,7 @@ def test_the_deterministic_mode_runs_and_changes_nothing_on_the_cpu_device() -> 
         with make_env(TASK, MjwarpConfig(warp=warp), 4, 5) as env:
             assert bool(env.physics.m.opt.deterministic) == deterministic
             # deterministic: the solver loop unrolled (its atomics allocate, which a CUDA
-            # conditional graph node refuses: envs.warp_physics)
+            # conditional graph node refuses: envs.g1.warp.physics)
             assert env.physics.m.opt.graph_conditional == (not deterministic)
             env.reset()
             runs.append([_snapshot(env.step(x)) for x in actions])

@@ -1,4 +1,4 @@
-"""task=gymnasium's adapter (envs.gymnasium_env): final observations, truncation flags, episode
+"""task=gymnasium's adapter (envs.gymnasium.env): final observations, truncation flags, episode
 returns and lengths exact on a tiny env with known episode lengths, in both vectorization modes;
 the policy's actions mapped onto the env's bounds; a MuJoCo env's state continued bit for bit;
 what the adapter refuses, in one line."""
@@ -13,13 +13,13 @@ import pytest
 
 from flashsac_bench.config import ConfigError
 from flashsac_bench.config.task import GymnasiumTaskConfig
-from flashsac_bench.envs.api import NOT_RESUMABLE, check_env, check_step
+from flashsac_bench.envs.contract.api import NOT_RESUMABLE, check_env, check_step
 
 pytestmark = pytest.mark.usefixtures("gymnasium_extra")
 
 
 def _env(env_id: str, num_envs: int, seed: int, vectorization: str = "sync"):
-    from flashsac_bench.envs.gymnasium_env import GymnasiumVecEnv
+    from flashsac_bench.envs.gymnasium.env import GymnasiumVecEnv
 
     return GymnasiumVecEnv(
         GymnasiumTaskConfig(env_id=env_id, vectorization=vectorization), num_envs, seed
@@ -115,7 +115,7 @@ def test_an_env_that_is_no_mujoco_env_is_checkpointed_but_not_resumable():
     ],
 )
 def test_an_env_the_adapter_cannot_step_is_refused_in_one_line(env_id, message):
-    from flashsac_bench.envs.gymnasium_env import check_task
+    from flashsac_bench.envs.gymnasium.env import check_task
 
     with pytest.raises(ConfigError, match=message) as err:
         check_task(GymnasiumTaskConfig(env_id=env_id))

@@ -91,7 +91,7 @@ def test_without_the_extra_the_check_and_the_import_name_the_pip_command(monkeyp
         'pip install -e ".[mjwarp]"'
     )
     MujocoConfig().check_available()  # the CPU backend needs nothing more
-    from flashsac_bench.envs.warp_physics import MissingExtraError, import_warp
+    from flashsac_bench.envs.g1.warp.physics import MissingExtraError, import_warp
 
     with pytest.raises(MissingExtraError, match=r'pip install -e "\.\[mjwarp\]"'):
         import_warp()

@@ -1,6 +1,6 @@
-"""The model's physics values are checked when it is built (g1_model.check_physics: every
+"""The model's physics values are checked when it is built (g1.model.check_physics: every
 keyframe, gravity and the other options, masses, inertias, joints, geoms, actuators), and what a
-checkpoint carries of an external model (g1_model.model_record: the MJCF and every file it
+checkpoint carries of an external model (g1.model.model_record: the MJCF and every file it
 reads) writes back into the very same model (materialize)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from flashsac_bench.cli.runtime_checks import ModelFileError, check_model_file
 from flashsac_bench.config import to_config
-from flashsac_bench.envs.g1_model import check_physics, g1_spec, materialize, model_record
+from flashsac_bench.envs.g1.model import check_physics, g1_spec, materialize, model_record
 from tests.fakes.runs import cli_overrides, fake_env_environ, run_cli
 
 

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from flashsac_bench.envs.shards import EnvWorkerError, split_ranges, straggler_ms
+from flashsac_bench.envs.g1.cpu.shards import EnvWorkerError, split_ranges, straggler_ms
 from tests.fakes.processes import SHM_DIR, created_segments, wait_gone
 from tests.fakes.runs import with_repo_on_path
 from tests.fakes.sharded_env import FakeShardedEnv, Faults

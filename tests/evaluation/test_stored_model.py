@@ -12,7 +12,7 @@ import torch
 
 from flashsac_bench.cli.export import export_checkpoint
 from flashsac_bench.config import to_config
-from flashsac_bench.envs.g1_model import g1_spec, model_record
+from flashsac_bench.envs.g1.model import g1_spec, model_record
 from flashsac_bench.evaluation.config import EvalConfig
 from flashsac_bench.evaluation.evaluate import evaluate
 from flashsac_bench.runner.checkpoint import load_checkpoint

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flashsac_bench.envs.api import EnvStep
+from flashsac_bench.envs.contract.api import EnvStep
 from tests.fakes.fake_env import FakeEnv
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from flashsac_bench.envs.api import DeviceEnvStep, DeviceVecEnv
+from flashsac_bench.envs.contract.api import DeviceEnvStep, DeviceVecEnv
 from tests.fakes.fake_env import FakeEnv
 
 

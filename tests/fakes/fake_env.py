@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.envs.api import EnvStep, VecEnv
+from flashsac_bench.envs.contract.api import EnvStep, VecEnv
 
 
 class FakeEnv(VecEnv):

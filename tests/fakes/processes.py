@@ -41,8 +41,8 @@ def wait_gone(pids: list[int], shm: str, timeout: float = 15.0) -> None:
 
 @contextlib.contextmanager
 def created_segments(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The names of the shared-memory segments that envs.shards creates inside the block."""
-    from flashsac_bench.envs import shards
+    """The names of the shared-memory segments that envs.g1.cpu.shards creates inside the block."""
+    from flashsac_bench.envs.g1.cpu import shards as shards
 
     names: list[str] = []
     block = shards.SharedBlock

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.envs.api import EnvStep, RowsDone, VecEnv
-from flashsac_bench.envs.env_rng import EnvStreams
-from flashsac_bench.envs.shards import ArraySpec, ProcessShards, split_ranges
+from flashsac_bench.envs.contract.api import EnvStep, RowsDone, VecEnv
+from flashsac_bench.envs.g1.cpu.shards import ArraySpec, ProcessShards, split_ranges
+from flashsac_bench.envs.g1.env_rng import EnvStreams
 
 OBS_DIM, CRITIC_OBS_DIM, ACTION_DIM = 6, 7, 3
 MAX_STEPS = 12

@@ -1,6 +1,6 @@
-"""The runner with a device env (envs.api.DeviceVecEnv): the device collector and staging store
-exactly the transitions the collector thread stores, so a run trains bit for bit as the same
-env's host run; checkpoints and resume work the same way (CPU, eager)."""
+"""The runner with a device env (envs.contract.api.DeviceVecEnv): the device collector and
+staging store exactly the transitions the collector thread stores, so a run trains bit for bit as
+the same env's host run; checkpoints and resume work the same way (CPU, eager)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_a_build_beside_the_setup_is_recorded_as_the_env_says(runs, tmp_path):
 
     def built_beside(task, backend, num_envs, seed):
         env = FakeDeviceEnv(num_envs, seed)
-        env.background_build_s = 0.25  # what an env that built on a thread says (envs.api)
+        env.background_build_s = 0.25  # what an env that built on a thread says (envs.contract.api)
         return env
 
     beside = _run(tmp_path / "beside", built_beside, iterations=2)

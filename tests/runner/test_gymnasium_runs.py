@@ -190,10 +190,11 @@ def test_gymnasium_runs_compare_like_the_g1s(runs, tmp_path):
 
 
 def test_the_memory_check_sizes_a_gymnasium_run_by_its_env():
-    from flashsac_bench.cli.runtime_checks import check_gymnasium_task, memory_needs
+    from flashsac_bench.cli.runtime_checks import memory_needs
+    from flashsac_bench.envs.tasks import task_of
 
     config = gym_config("Humanoid-v5")
-    dims = check_gymnasium_task(config)
+    dims = task_of(config.task).probe(config.task)
     assert dims == (348, 348, 17)  # Humanoid-v5's observation, as the policy and the critic's
     width = 4 * 348 + 17 + 3  # obs, critic obs and their next, action, reward, two flags
     ring = memory_needs(config, None, dims)["host"]["replay ring checkpoint copy"]

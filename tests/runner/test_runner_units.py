@@ -133,7 +133,7 @@ def test_a_factory_that_returns_no_vec_env_fails_clearly(tmp_path):
 def test_the_tick_means_are_np_mean_bit_for_bit():
     """The faster mean of the collector (reward/mean, Reward/<term>, run.stop_at_walk's
     tracking) and the env's metrics."""
-    from flashsac_bench.envs.host_stats import array_mean
+    from flashsac_bench.envs.contract.host_stats import array_mean
 
     rng = np.random.default_rng(5)
     for dtype in (np.float32, np.float64):

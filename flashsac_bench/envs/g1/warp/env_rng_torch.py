@@ -1,6 +1,6 @@
-"""The per-env random streams of `env_rng` as torch tensor ops on the physics' device.
+"""The per-env random streams of `g1.env_rng` as torch tensor ops on the physics' device.
 
-The twin of `env_rng.EnvStreams` for the MuJoCo Warp backend: the same keys, counters and
+The twin of `g1.env_rng.EnvStreams` for the MuJoCo Warp backend: the same keys, counters and
 lowbias32 hash (`flashsac_bench.lowbias32`, the learner RNG's too), so env i of seed s draws the
 same numbers on both backends (the same resets, commands and observation noise;
 tests/envs/test_env_rng_torch.py holds every value equal, bit for bit, to the numpy original).
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from flashsac_bench.envs.env_rng import EnvStreams
+from flashsac_bench.envs.g1.env_rng import EnvStreams
 from flashsac_bench.lowbias32 import MASK32 as _MASK32
 from flashsac_bench.lowbias32 import hash32
 

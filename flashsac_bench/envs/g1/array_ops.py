@@ -1,6 +1,6 @@
 """The array operations the task's terms are written in, for numpy and for torch.
 
-One task definition serves both backends (`g1_rewards`, `g1_task`): every term is a pure
+One task definition serves both backends (`g1.rewards`, `g1.task`): every term is a pure
 function of its input arrays and calls the operations of `ops(x)`, the namespace of its first
 array input: numpy's own functions for numpy arrays (the CPU backend, in the shard workers) and
 torch's for tensors (the MuJoCo Warp backend, on the physics' device). The names are numpy's;

@@ -39,7 +39,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from flashsac_bench.config.errors import ConfigError
 from flashsac_bench.config.task import GymnasiumTaskConfig
-from flashsac_bench.envs.api import NOT_RESUMABLE, EnvStep, RowsDone, VecEnv
+from flashsac_bench.envs.contract.api import NOT_RESUMABLE, EnvStep, RowsDone, VecEnv
 
 STATE_FORMAT = 1
 

@@ -2,7 +2,7 @@
 
 Every term takes (N, ...) arrays and returns the unweighted (N,) value; the env multiplies by the
 weight (and the penalty-curriculum scale for negative weights) and by ctrl_dt. Formulas follow
-UniLab's G1 joystick tasks (see the module docstring of `g1_walk_flat` for sources and choices).
+UniLab's G1 joystick tasks (see the module docstring of `g1.cpu.walk_flat` for sources and choices).
 Quaternions are MuJoCo's (w, x, y, z).
 
 Both backends run these functions: the CPU backend on numpy arrays, the MuJoCo Warp backend on
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.envs.array_ops import ops
+from flashsac_bench.envs.g1.array_ops import ops
 
 TWO_PI = 2.0 * np.pi
 
@@ -62,7 +62,8 @@ def pose(joint_pos_rel: Array, weights: Array) -> Array:
     """Weighted squared deviation from the default pose.
 
     A row-wise sum, not `@`: a BLAS product may sum a row in an order that depends on how many
-    rows it is given, and an env's reward must not depend on its shard's size (`envs.shards`).
+    rows it is given, and an env's reward must not depend on its shard's size
+    (`envs.g1.cpu.shards`).
     """
     xp = ops(joint_pos_rel)
     return xp.row_sum(xp.square(joint_pos_rel) * weights)

@@ -1,6 +1,6 @@
 """The Unitree G1 (29 DoF) on a flat floor, built in Python with `mujoco.MjSpec`.
 
-`build_g1_model()` compiles the figures of `g1_figures` into the physics of UniLab's
+`build_g1_model()` compiles the figures of `g1.figures` into the physics of UniLab's
 `scene_flat.xml` without a single mesh: explicit inertials, hinge axes and ranges with armature
 and friction loss, primitive collision geoms (foot contact spheres and capsules included), IMU and
 foot sites, position servos with per-joint kp/kv/force limits, the `stand` keyframe and the
@@ -8,7 +8,7 @@ implicitfast integrator at 1/150 s. Only the sensors the task reads are added (s
 the accelerometers and foot contact sensors of the reference are left out because nothing uses
 them and acceleration-stage sensors cost time in every `mj_step`.
 
-`task_spec()` returns either this model or an external MJCF (`mjcf_loader`), with the task
+`task_spec()` returns either this model or an external MJCF (`g1.mjcf_loader`), with the task
 sensors ensured, ready for the env to compile. `check_physics()` refuses a compiled model whose
 physics values are not finite or out of their domain (gravity, masses, inertias, keyframes, ...):
 such a model steps into NaN on every step.
@@ -31,8 +31,9 @@ from typing import Any, NamedTuple
 import mujoco
 import numpy as np
 
-from flashsac_bench.envs import g1_figures as fig
-from flashsac_bench.envs.mjcf_loader import load_mjcf_spec
+from flashsac_bench.envs.g1 import figures as fig
+from flashsac_bench.envs.g1.figure_types import Body, Geom
+from flashsac_bench.envs.g1.mjcf_loader import load_mjcf_spec
 
 _COLLISION_GROUP = 3
 
@@ -57,7 +58,7 @@ TASK_SENSORS: tuple[SensorSpec, ...] = (
 )
 
 
-def _add_geom(body: mujoco.MjsBody, geom: fig.Geom) -> None:
+def _add_geom(body: mujoco.MjsBody, geom: Geom) -> None:
     capsule = geom.kind in ("capsule", "foot_capsule")
     g = body.add_geom(
         name=geom.name,
@@ -78,7 +79,7 @@ def _add_geom(body: mujoco.MjsBody, geom: fig.Geom) -> None:
         g.priority = fig.FOOT_SPHERE_PRIORITY
 
 
-def _add_body(parent: mujoco.MjsBody, body: fig.Body) -> mujoco.MjsBody:
+def _add_body(parent: mujoco.MjsBody, body: Body) -> mujoco.MjsBody:
     inertial = body.inertial
     b = parent.add_body(
         name=body.name,
@@ -260,7 +261,7 @@ def check_physics(model: mujoco.MjModel, where: str = "the model") -> None:
 
 
 # ---------------------------------------------------------------------------- the model a run used
-BUILTIN = "built-in G1 (flashsac_bench.envs.g1_model)"
+BUILTIN = "built-in G1 (flashsac_bench.envs.g1.model)"
 
 
 def _referenced_files(path: Path) -> list[Path]:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from flashsac_bench.envs.g1_figures import JOINT_NAMES
-from flashsac_bench.envs.g1_model import TASK_SENSORS
+from flashsac_bench.envs.g1.figures import JOINT_NAMES
+from flashsac_bench.envs.g1.model import TASK_SENSORS
 
 ROOT_BODY = "pelvis"
 KEYFRAME = "stand"

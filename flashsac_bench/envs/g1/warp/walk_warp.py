@@ -1,22 +1,19 @@
-"""G1 Walk Flat on MuJoCo Warp: the task of `g1_walk_flat` with every env on the GPU.
+"""G1 Walk Flat on MuJoCo Warp: the task of `g1.cpu.walk_flat` with every env on the GPU.
 
 The `mjwarp` backend. The contract (observations, rewards, terminations, truncations, resets,
-commands, randomization, the penalty curriculum) is `g1_walk_flat`'s, computed by the same
-functions (`g1_task`, `g1_rewards`) on torch float64 tensors on the physics' device, read from
-zero-copy views of MuJoCo Warp's float32 state (`warp_physics`). Random numbers come from the
-same per-env counter streams (`env_rng_torch`, equal bit for bit to the CPU backend's), so a
+commands, randomization, the penalty curriculum) is `g1.cpu.walk_flat`'s, computed by the same
+functions (`g1.task`, `g1.rewards`) on torch float64 tensors on the physics' device, read from
+zero-copy views of MuJoCo Warp's float32 state (`g1.warp.physics`). Random numbers come from the
+same per-env counter streams (`g1.warp.env_rng_torch`, equal bit for bit to the CPU backend's), so a
 seed gives both backends the same resets, commands and noise; they differ by their physics
 (float32 here, float64 there; tests/envs/test_g1_warp.py states by how much).
 
-No step synchronizes with the host, and no shape depends on the data: every env is computed and
-the rows that reset are selected with `where`. A control step is five parts in a fixed order:
-the task's torch ops before the physics (`_act`), the physics substeps (Warp), the task's ops on
-the new state (`_score`: observations, rewards, terminations, metrics, the reset draws of the
-envs that ended), the stages of the reset worlds (Warp), and the reset envs' first observations
-(`_begin`). `capture` records the three torch parts as torch CUDA graphs and the physics replays
-Warp's own graphs between them (warp_physics says why Warp work stays out of torch captures):
-a step is then five graph launches on the current stream. On Warp's CPU device (testing only)
-the physics replays Warp graphs and the task runs as torch ops.
+No step synchronizes with the host. A control step is five parts in a fixed order
+(`g1.warp.step`, whose WarpWalkStep this env is): three of the task's torch ops around Warp's
+physics substeps and the reset worlds' stages. `capture` records the three torch parts as torch
+CUDA graphs and the physics replays Warp's own graphs between them (g1.warp.physics says why Warp
+work stays out of torch captures): a step is then five graph launches on the current stream. On
+Warp's CPU device (testing only) the physics replays Warp graphs and the task runs as torch ops.
 
 The build (MuJoCo Warp's model and data, its kernels loaded by a first undone step) may run on a
 background thread (`backend.warp.background_build`) while the caller builds and compiles its
@@ -41,28 +38,24 @@ import torch
 
 from flashsac_bench.config.backend import MjwarpConfig
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs import g1_task as T
-from flashsac_bench.envs.api import DeviceEnvStep, DeviceVecEnv
-from flashsac_bench.envs.env_rng_torch import TorchEnvStreams
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_shard import build_task_model
-from flashsac_bench.envs.g1_task import (
+from flashsac_bench.envs.contract.api import DeviceEnvStep, DeviceVecEnv
+from flashsac_bench.envs.g1 import task as T
+from flashsac_bench.envs.g1.cpu.shard import build_task_model
+from flashsac_bench.envs.g1.layout import G1Layout
+from flashsac_bench.envs.g1.task import (
     CRITIC_OBS_DIM,
-    NOISE_STREAM,
-    NOISE_VALUES,
     NUM_JOINTS,
     OBS_DIM,
-    RESET_STREAM,
-    RESET_VALUES,
     REWARD_TERMS,
 )
-from flashsac_bench.envs.warp_physics import WarpPhysics
+from flashsac_bench.envs.g1.warp.env_rng_torch import TorchEnvStreams
+from flashsac_bench.envs.g1.warp.physics import WarpPhysics
+from flashsac_bench.envs.g1.warp.step import F64, WarpWalkStep
 
 log = logging.getLogger(__name__)
 
 # Version of get_state's layout.
 STATE_FORMAT = 1
-_F64 = torch.float64
 # The task's per-env state (besides physics), float64 / int64 on the device.
 _TASK_STATE = ("action", "last_action", "command", "phase", "episode_step", "episode_return")
 # The global state: 0-d tensors (curriculum) and the metric sums.
@@ -72,8 +65,8 @@ _SUMS = (*(f"reward/{t}" for t in REWARD_TERMS), "reward/total", "steps")
 _EPISODE_SUMS = ("episodes", "terminated", "return", "length")
 
 
-class G1WalkWarp(DeviceVecEnv):
-    """`num_envs` G1 Walk Flat envs on MuJoCo Warp, autoresetting; `g1_walk_flat`'s contract."""
+class G1WalkWarp(WarpWalkStep, DeviceVecEnv):
+    """`num_envs` G1 Walk Flat envs on MuJoCo Warp, autoresetting; `g1.cpu.walk_flat`'s contract."""
 
     obs_dim = OBS_DIM
     critic_obs_dim = CRITIC_OBS_DIM
@@ -169,10 +162,10 @@ class G1WalkWarp(DeviceVecEnv):
         self._window = max(1, int(task_cfg.curriculum.window * n / 4096))
         self.rng = TorchEnvStreams(self.seed, np.arange(n), 2, dev)
 
-        def zeros(*shape: int, dtype: torch.dtype = _F64) -> torch.Tensor:
+        def zeros(*shape: int, dtype: torch.dtype = F64) -> torch.Tensor:
             return torch.zeros(shape, dtype=dtype, device=dev)
 
-        self._alive = torch.ones(n, dtype=_F64, device=dev)
+        self._alive = torch.ones(n, dtype=F64, device=dev)
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
         self._done = zeros(n, dtype=torch.bool)  # the envs of this step that ended (a step's parts)
         self.action, self.last_action = zeros(n, NUM_JOINTS), zeros(n, NUM_JOINTS)
@@ -180,7 +173,7 @@ class G1WalkWarp(DeviceVecEnv):
         self.episode_step = zeros(n, dtype=torch.int64)
         self.episode_return = zeros(n)
         cur = task_cfg.curriculum
-        self.penalty_scale = torch.tensor(cur.initial_scale, dtype=_F64, device=dev)
+        self.penalty_scale = torch.tensor(cur.initial_scale, dtype=F64, device=dev)
         self.mean_episode_length = zeros()
         self.sums = zeros(len(_SUMS) + len(_EPISODE_SUMS))
         self._last_episode = {"episode/return": 0.0, "episode/length": 0.0}
@@ -297,7 +290,7 @@ class G1WalkWarp(DeviceVecEnv):
         curriculum = torch.stack((self.penalty_scale, self.mean_episode_length))
         device_values = torch.cat((self.sums, curriculum))
         cuda = self._device.type == "cuda"
-        host = torch.empty(device_values.shape, dtype=_F64, pin_memory=cuda)
+        host = torch.empty(device_values.shape, dtype=F64, pin_memory=cuda)
         host.copy_(device_values, non_blocking=True)
         self.sums.zero_()
         if cuda:
@@ -391,7 +384,7 @@ class G1WalkWarp(DeviceVecEnv):
         self._graphs, self._retired, self._graph_actions = {}, [], None
         physics.close()
 
-    # -- the control step -----------------------------------------------------------------------
+    # -- the physics graphs -----------------------------------------------------------------------
 
     def _capture_physics(self) -> None:
         """The physics as Warp graphs (on Warp's CPU device its C++ replay of the same kernels,
@@ -399,142 +392,6 @@ class G1WalkWarp(DeviceVecEnv):
         the task too. The kernels have loaded on the build's undone step."""
         if self._physics.capture(self.cfg.decimation):
             self._mode = "warp_graph"
-
-    def _read(self) -> tuple[T.Quantities, torch.Tensor, torch.Tensor]:
-        """The task's quantities, and qpos / qvel, of every env, float64."""
-        p = self._physics
-        qpos, qvel = p.qpos.to(_F64), p.qvel.to(_F64)
-        q = T.read(qpos, qvel, p.sensordata.to(_F64), self._idx, self.cfg.obs.gravity_frame)
-        return q, qpos, qvel
-
-    def _observe(self, q: T.Quantities) -> tuple[torch.Tensor, torch.Tensor]:
-        """(policy obs, critic obs), float32, of every env; draws the noise of every env."""
-        ocfg = self.cfg.obs
-        critic = T.critic_obs(q, self.action, self.command, self.phase, ocfg).to(torch.float32)
-        unit = self.rng.peek(NOISE_STREAM, NOISE_VALUES) if ocfg.add_noise else None
-        return T.policy_obs(critic, unit, self._noise_scale), critic
-
-    def _step(self, actions: torch.Tensor) -> None:
-        """One control step, as its five parts (the module's docstring)."""
-        self._act(actions)
-        self._physics.step(self.cfg.decimation)
-        self._score()
-        self._physics.stages()
-        self._begin()
-
-    def _act(self, actions: torch.Tensor) -> None:
-        """The actions into the task state and the servo targets; the gait phase advances."""
-        cfg, p = self.cfg, self._physics
-        self.last_action.copy_(self.action)
-        self.action.copy_(torch.clamp(actions.to(_F64), -1.0, 1.0))
-        ctrl = self._idx.default_joint_pos + cfg.action_scale * self.action
-        p.ctrl[:, self._actuators] = ctrl.to(torch.float32)
-        self.phase.copy_(T.advance_phase(self.phase, self._phase_delta))
-
-    def _score(self) -> None:
-        """The step's outputs from the new physics state (the true next observations, rewards,
-        terminations, truncations), the metric sums, and the reset draws written into the
-        envs that ended (`_done`); their physics stages follow."""
-        cfg, out = self.cfg, self._out
-        self.episode_step += 1
-        q, qpos, qvel = self._read()
-        obs, critic = self._observe(q)
-        if cfg.obs.add_noise:
-            self.rng.advance(NOISE_STREAM)
-        raw = T.raw_rewards(
-            q,
-            self.command,
-            self.action,
-            self.last_action,
-            self.phase,
-            self._alive,
-            cfg,
-            self._pose_weights,
-        )
-        scale = self.penalty_scale if cfg.curriculum.enabled else 1.0
-        terms, total = T.weigh(raw, T.scaled_weights(self._weights, self._is_penalty, scale))
-        terms32 = torch.stack(terms, dim=1).to(torch.float32)
-        reward = total.to(torch.float32)
-        min_height = cfg.termination_min_height
-        terminated = T.terminated(q, qpos, qvel, self._idx, self._min_up_z, min_height)
-        broken = T.broken(critic, reward)  # never hand NaN to the learner: zero, end the episode
-        rows = broken[:, None]
-        out.final_obs.copy_(obs.masked_fill(rows, 0.0))
-        out.final_critic_obs.copy_(critic.masked_fill(rows, 0.0))
-        out.reward.copy_(reward.masked_fill(broken, 0.0))
-        self._terms.copy_(terms32.masked_fill(rows, 0.0))
-        terminated = terminated | broken
-        truncated = T.truncated(self.episode_step, self.max_episode_steps, terminated)
-        out.terminated.copy_(terminated)
-        out.truncated.copy_(truncated)
-        self.episode_return += out.reward.to(_F64)
-        out.episode_return.copy_(self.episode_return)
-        out.episode_length.copy_(self.episode_step)
-        out.obs.copy_(out.final_obs)
-        out.critic_obs.copy_(out.final_critic_obs)
-        self._done.copy_(terminated | truncated)
-        self._add_metrics(self._done)
-        self._reset_draw()
-
-    def _begin(self) -> None:
-        """After the reset worlds' stages: their first observations; the curriculum."""
-        self._reset_observe()
-        self._update_curriculum(self._done)
-
-    def _reset_draw(self) -> None:
-        """New episodes where `_done`: the reset draw into the physics state (its stages are
-        the next part) and the task state (every env computed, the rows of `_done` kept)."""
-        cfg, done = self.cfg, self._done
-        rows = done[:, None]
-        unit = self.rng.peek(RESET_STREAM, RESET_VALUES)
-        draw = T.draw_reset(unit, self._ranges, cfg.reset, cfg.commands)
-        self.rng.advance(RESET_STREAM, done)
-        self._physics.set_gain_scales(done, draw.kp_scale, draw.kd_scale)
-        self._physics.write_worlds(done, draw.qpos, draw.qvel)
-        self.command.copy_(torch.where(rows, draw.command, self.command))
-        self.phase.copy_(torch.where(rows, draw.phase, self.phase))
-        self.action.masked_fill_(rows, 0.0)
-        self.last_action.masked_fill_(rows, 0.0)
-        self.episode_return.masked_fill_(done, 0.0)
-        self.episode_step.masked_fill_(done, 0)
-
-    def _reset_observe(self) -> None:
-        """The first observations of the envs of `_done` (their stages computed)."""
-        out, done = self._out, self._done
-        rows = done[:, None]
-        obs, critic = self._observe(self._read()[0])
-        if self.cfg.obs.add_noise:
-            self.rng.advance(NOISE_STREAM, done)
-        out.obs.copy_(torch.where(rows, obs, out.obs))
-        out.critic_obs.copy_(torch.where(rows, critic, out.critic_obs))
-
-    def _add_metrics(self, done: torch.Tensor) -> None:
-        out, f = self._out, done.to(_F64)
-        step_sums = torch.cat(
-            (
-                self._terms.to(_F64).mean(dim=0),
-                out.reward.to(_F64).mean().reshape(1),
-                torch.ones(1, dtype=_F64, device=self._device),
-                f.sum().reshape(1),
-                (out.terminated.to(_F64) * f).sum().reshape(1),
-                (out.episode_return.to(_F64) * f).sum().reshape(1),
-                (out.episode_length.to(_F64) * f).sum().reshape(1),
-            )
-        )
-        self.sums += step_sums
-
-    def _update_curriculum(self, done: torch.Tensor) -> None:
-        f = done.to(_F64)
-        scale, mean = T.curriculum_step(
-            self.penalty_scale,
-            self.mean_episode_length,
-            f.sum(),
-            (self._out.episode_length.to(_F64) * f).sum(),
-            self._window,
-            self.cfg.curriculum,
-        )
-        self.penalty_scale.copy_(scale)
-        self.mean_episode_length.copy_(mean)
 
 
 def _capture(part: Any, pool: Any) -> torch.cuda.CUDAGraph:

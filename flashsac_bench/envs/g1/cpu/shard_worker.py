@@ -1,4 +1,4 @@
-"""What `envs.shards` and its worker processes share: the shard interface, the layout of the
+"""What `envs.g1.cpu.shards` and its worker processes share: the shard interface, the layout of the
 arrays (`ArraySpec`) in the shared-memory block both sides map, and the worker's side.
 
 A worker maps the parent's shared-memory block, builds its shard on its row views, answers

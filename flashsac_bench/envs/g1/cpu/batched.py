@@ -2,8 +2,8 @@
 
 MuJoCo's Python bindings release the GIL inside its functions, so a handful of Python threads
 that each take the next env index run the physics in parallel; the only GIL-held work per env
-is a ctrl write, three calls and three row copies. In a worker process (`envs.shards`) the pool
-has one thread and the process is the unit of parallelism.
+is a ctrl write, three calls and three row copies. In a worker process (`envs.g1.cpu.shards`)
+the pool has one thread and the process is the unit of parallelism.
 
 Each env owns its MjModel copy because the task randomizes kp/kd per env at reset.
 

@@ -1,15 +1,15 @@
-"""The per-env work of G1 Walk Flat for one contiguous env range (one shard, see `envs.shards`).
+"""The per-env work of G1 Walk Flat for one contiguous env range (one shard, see `g1.cpu.shards`).
 
 A shard steps its envs' MuJoCo models and computes their observations, rewards, terminations,
 resets and reset randomization, writing into row views of the vector env's (N, ...) arrays.
-The task contract is in `g1_walk_flat`'s module docstring. What is global stays with the vector
+The task contract is in `g1.cpu.walk_flat`'s module docstring. What is global stays with the vector
 env (`G1WalkFlat`): the penalty-curriculum scale comes in as a `step` argument, and the episode
 statistics it follows are reduced there, in env-index order, from the shared outputs.
 
 Every per-env quantity is computed row by row (numpy elementwise ops and reductions along each
-row), and every random number comes from the env's own stream (`env_rng.EnvStreams`, keyed by
+row), and every random number comes from the env's own stream (`g1.env_rng.EnvStreams`, keyed by
 the GLOBAL env index), so an env's numbers do not depend on which shard it is in or how large
-that shard is. The quantities themselves are the task's one definition (`g1_task`), which the
+that shard is. The quantities themselves are the task's one definition (`g1.task`), which the
 MuJoCo Warp backend runs too; this module moves the shard's arrays around them.
 """
 
@@ -24,13 +24,14 @@ import mujoco
 import numpy as np
 
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs import g1_task as T
-from flashsac_bench.envs.array_ops import NUMPY
-from flashsac_bench.envs.batched import BatchedMujoco
-from flashsac_bench.envs.env_rng import EnvStreams
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_model import task_spec
-from flashsac_bench.envs.g1_task import (
+from flashsac_bench.envs.g1 import task as T
+from flashsac_bench.envs.g1.array_ops import NUMPY
+from flashsac_bench.envs.g1.cpu.batched import BatchedMujoco
+from flashsac_bench.envs.g1.cpu.shards import ArraySpec
+from flashsac_bench.envs.g1.env_rng import EnvStreams
+from flashsac_bench.envs.g1.layout import G1Layout
+from flashsac_bench.envs.g1.model import task_spec
+from flashsac_bench.envs.g1.task import (
     ACTION,
     COMMAND,
     CRITIC_OBS_DIM,
@@ -48,7 +49,6 @@ from flashsac_bench.envs.g1_task import (
     RESET_VALUES,
     REWARD_TERMS,
 )
-from flashsac_bench.envs.shards import ArraySpec
 
 __all__ = [
     "ACTION",

@@ -63,8 +63,8 @@ class EnvStep:
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], terms: Sequence[str]) -> EnvStep:
-        """Views of a shard layout's arrays (`envs.shards`): each field under its own name, the
-        reward terms under "term/<name>"."""
+        """Views of a shard layout's arrays (`envs.g1.cpu.shards`): each field under its own
+        name, the reward terms under "term/<name>"."""
         return cls(
             obs=arrays["obs"],
             critic_obs=arrays["critic_obs"],

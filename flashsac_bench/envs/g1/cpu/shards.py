@@ -21,7 +21,7 @@ SIGINT and SIGTERM, so a Ctrl-C or a SIGTERM to the whole process group (timeout
 systemd, SLURM, Kubernetes) stops only the parent, which checkpoints and then stops them in
 order (a worker that does not answer "close" gets SIGKILL). If the parent is
 killed, multiprocessing's resource tracker unlinks the block once the workers are gone. The
-shard interface, the arrays' layout and the worker's side are in `envs.shard_worker`.
+shard interface, the arrays' layout and the worker's side are in `envs.g1.cpu.shard_worker`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from flashsac_bench.envs.shard_worker import (
+from flashsac_bench.envs.g1.cpu.shard_worker import (
     ArraySpec,
     Shard,
     ShardFactory,

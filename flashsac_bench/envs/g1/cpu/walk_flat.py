@@ -2,7 +2,7 @@
 
 Contract. 50 Hz control (ctrl_dt 0.02 s, 3 physics steps of 1/150 s), 1000-step episodes.
 Actions a in [-1, 1]^29 (clipped) set position targets default_pose + action_scale * a, held over
-the substeps. Joint order is canonical (`g1_figures.JOINT_NAMES`: left leg, right leg, waist,
+the substeps. Joint order is canonical (`g1.figures.JOINT_NAMES`: left leg, right leg, waist,
 left arm, right arm) whatever the actuator order of an external model.
 
 Policy observation (98): torso gyro * 0.25 | projected gravity (3) | joint pos - default (29,
@@ -11,7 +11,7 @@ the action just applied) | command vx, vy, wz | gait phase of both feet (2, radi
 [0, 2 pi)). Critic observation (101): the same without noise, then pelvis linear velocity * 2.
 The gyro is the torso IMU's (local frame), the linear velocity the pelvis IMU velocimeter's
 (local frame), as in UniLab. Observations describe the state after the substeps: the position
-and velocity stages are recomputed after the last `mj_step` (see `batched`).
+and velocity stages are recomputed after the last `mj_step` (see `g1.cpu.batched`).
 
 Rewards, UniLab's FlashSAC MuJoCo owner (sigma = tracking_sigma 0.25):
   tracking_lin_vel     exp(-|cmd_xy - v_xy|^2 / sigma)          (pelvis-frame velocity)
@@ -22,7 +22,7 @@ Rewards, UniLab's FlashSAC MuJoCo owner (sigma = tracking_sigma 0.25):
   pose                 sum_j w_j (q_j - q0_j)^2 (task.pose_weights)
   penalty_feet_ori     x^2 + y^2 of both feet's world quaternions
   feet_phase           exp(-sum_feet (z_foot - h(phase))^2 / 0.005), h a cubic Bezier swing of
-                       0.09 m on a 1.5 Hz clock (`g1_rewards.swing_height_target`)
+                       0.09 m on a 1.5 Hz clock (`g1.rewards.swing_height_target`)
   alive                1
 Reward = ctrl_dt * sum_i w_i c_i r_i, with c_i the penalty-curriculum scale for w_i < 0 (else 1):
 UniLab multiplies by ctrl_dt (its `scale_rewards_by_dt`), and so do we; `reward_terms` holds the
@@ -56,12 +56,13 @@ Choices where UniLab differs or is silent (documented deviations):
   * Observations use the state after the substeps (UniLab's backends read sensordata left by the
     last mj_step, one substep old).
 
-Execution (`backend`, see `envs.shards`): the per-env work lives in `g1_shard.G1Shard`, run either
-as one shard of all envs in this process (physics on a thread pool) or as contiguous shards in
-worker processes writing into shared memory. This class holds what is global: the action input,
-the penalty curriculum (from the episode lengths of ALL envs, in env-index order) and the metric
-sums. Random numbers: one counter-based stream per env (`env_rng`), so an env's trajectory is the
-same whatever the split (workers 1, 2, 3 or the thread pool give bit-identical outputs).
+Execution (`backend`, see `envs.g1.cpu.shards`): the per-env work lives in `shard.G1Shard`,
+run either as one shard of all envs in this process (physics on a thread pool) or as contiguous
+shards in worker processes writing into shared memory. This class holds what is global: the
+action input, the penalty curriculum (from the episode lengths of ALL envs, in env-index order)
+and the metric sums. Random numbers: one counter-based stream per env (`g1.env_rng`), so an env's
+trajectory is the same whatever the split (workers 1, 2, 3 or the thread pool give bit-identical
+outputs).
 """
 
 from __future__ import annotations
@@ -72,11 +73,11 @@ import numpy as np
 
 from flashsac_bench.config.backend import MujocoConfig
 from flashsac_bench.config.task import TaskConfig
-from flashsac_bench.envs import g1_task as T
-from flashsac_bench.envs.api import EnvStep, RowsDone, VecEnv
-from flashsac_bench.envs.batched import BatchedMujoco
-from flashsac_bench.envs.g1_layout import G1Layout
-from flashsac_bench.envs.g1_shard import (
+from flashsac_bench.envs.contract.api import EnvStep, RowsDone, VecEnv
+from flashsac_bench.envs.contract.host_stats import array_mean
+from flashsac_bench.envs.g1 import task as T
+from flashsac_bench.envs.g1.cpu.batched import BatchedMujoco
+from flashsac_bench.envs.g1.cpu.shard import (
     ACTION,
     COMMAND,
     CRITIC_OBS_DIM,
@@ -93,8 +94,8 @@ from flashsac_bench.envs.g1_shard import (
     array_spec,
     build_task_model,
 )
-from flashsac_bench.envs.host_stats import array_mean
-from flashsac_bench.envs.shards import InlineShards, ProcessShards
+from flashsac_bench.envs.g1.cpu.shards import InlineShards, ProcessShards
+from flashsac_bench.envs.g1.layout import G1Layout
 
 __all__ = [
     "ACTION",
@@ -328,7 +329,7 @@ class G1WalkFlat(VecEnv):
     # -- internals ----------------------------------------------------------------------------
 
     def _update_curriculum(self, lengths: np.ndarray) -> None:
-        """The task's curriculum rule (`g1_task.curriculum_step`) on 0-d float64 arrays."""
+        """The task's curriculum rule (`g1.task.curriculum_step`) on 0-d float64 arrays."""
         scale, mean = T.curriculum_step(
             np.asarray(self._penalty_scale),
             np.asarray(self._mean_episode_length),

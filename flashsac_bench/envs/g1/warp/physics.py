@@ -1,12 +1,12 @@
 """N worlds of one MuJoCo model on MuJoCo Warp, their state as torch views on the same device.
 
-The physics of the `mjwarp` backend (`g1_warp`): `mujoco_warp` steps every world at once on a
-Warp device ("cuda:N", or Warp's "cpu" device for testing), and every array the task reads or
+The physics of the `mjwarp` backend (`g1.warp.walk_warp`): `mujoco_warp` steps every world at once
+on a Warp device ("cuda:N", or Warp's "cpu" device for testing), and every array the task reads or
 writes (qpos, qvel, ctrl, sensordata, the solver's warm start, the per-world servo gains) is a
 zero-copy torch view of Warp's memory (`wp.to_torch`), so no step copies state to the host.
 
-A control step is `step2`, `step` (nsub - 1 times), `step1`: as in `envs.batched`, the data is
-kept with its position and velocity stages computed for its current state (so the sensors
+A control step is `step2`, `step` (nsub - 1 times), `step1`: as in `envs.g1.cpu.batched`, the
+data is kept with its position and velocity stages computed for its current state (so the sensors
 describe the state the next action acts on), and the first physics step finishes from them.
 Resets write the new states into the worlds that ended (every world is computed, the rows
 selected: no data-dependent shapes) and recompute the stages of every world (`stages`).
@@ -23,8 +23,8 @@ a conditional graph node (`wp.capture_while`), which Warp inserts by ending the 
 and beginning a new one; inside a torch capture that would leave torch's allocations of the rest
 of that capture outside its graph's memory pool, and MuJoCo Warp's deterministic mode frees
 temporary buffers that must outlive the graph. A caller that captures the task's torch work
-does so around these Warp graphs (envs.g1_warp). Warp kernels launch on torch's current stream,
-so Warp and torch work stay in order without synchronizing.
+does so around these Warp graphs (envs.g1.warp.walk_warp). Warp kernels launch on torch's
+current stream, so Warp and torch work stay in order without synchronizing.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The task of G1 Walk Flat as pure functions: one definition that both backends run.
 
-The CPU backend (`g1_shard`, numpy float64, in the shard workers) and the MuJoCo Warp backend
-(`g1_warp`, torch float64 tensors on the physics' device) call the same functions for every
-quantity of the task: what is read from the physics, the observations and their noise, each
-reward term (`g1_rewards`), its weighting under the penalty curriculum, terminations, the
-blown-up-env guard, truncations, the reset draw (pose, root velocity, gains, command, gait
-phase) and the curriculum's update. Each backend only moves the arrays: where they live, which
-rows a reset touches, how the random numbers are drawn (the same counter-based streams,
-`env_rng` and `env_rng_torch`), and how the physics is stepped. The contract of every quantity
-is in `g1_walk_flat`'s module docstring.
+The CPU backend (`g1.cpu.shard`, numpy float64, in the shard workers) and the MuJoCo Warp backend
+(`g1.warp.walk_warp`, torch float64 tensors on the physics' device) call the same functions for
+every quantity of the task: what is read from the physics, the observations and their noise, each
+reward term (`g1.rewards`), its weighting under the penalty curriculum, terminations, the
+blown-up-env guard, truncations, the reset draw (pose, root velocity, gains, command, gait phase)
+and the curriculum's update. Each backend only moves the arrays: where they live, which rows a reset
+touches, how the random numbers are drawn (the same counter-based streams, `g1.env_rng` and
+`g1.warp.env_rng_torch`), and how the physics is stepped. The contract of every quantity is in
+`g1.cpu.walk_flat`'s module docstring.
 
 The functions take arrays of either library and compute with `array_ops.ops(x)`; on numpy they
 are the operations the CPU backend always ran, in the same order, so its numbers do not change
@@ -31,9 +31,9 @@ from flashsac_bench.config.task import (
     RewardWeights,
     TaskConfig,
 )
-from flashsac_bench.envs import g1_rewards as R
-from flashsac_bench.envs.array_ops import ops
-from flashsac_bench.envs.g1_layout import G1Layout
+from flashsac_bench.envs.g1 import rewards as R
+from flashsac_bench.envs.g1.array_ops import ops
+from flashsac_bench.envs.g1.layout import G1Layout
 
 Array = Any  # a numpy array or a torch tensor (see array_ops)
 

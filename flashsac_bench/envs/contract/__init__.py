@@ -1,0 +1,1 @@
+"""The env contract: what every env is (`api`) and what every task offers (`task`)."""

@@ -1,0 +1,1 @@
+"""task=gymnasium: any registered Gymnasium env through the env contract."""
