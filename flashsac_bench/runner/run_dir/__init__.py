@@ -29,7 +29,6 @@ checkpoint file (runner.checkpoint), atomic writes and a full disk (runner.write
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -39,7 +38,6 @@ from flashsac_bench.envs.api import DeviceVecEnv, VecEnv
 from flashsac_bench.learner.learner import FlashSACLearner
 from flashsac_bench.runner.collector import Staging
 from flashsac_bench.runner.device_collector import DeviceStaging
-from flashsac_bench.runner.faults import StartInterrupted
 from flashsac_bench.runner.loggers import open_sink
 from flashsac_bench.runner.records import Records
 from flashsac_bench.runner.resume import ResumePlan
@@ -54,7 +52,6 @@ from flashsac_bench.runner.run_dir.plan import existing_summary, make_plan, rest
 from flashsac_bench.runner.scalars import Scalars
 from flashsac_bench.runner.signals import Signals
 from flashsac_bench.runner.summary import git_info
-from flashsac_bench.runner.writes import write_error
 
 if TYPE_CHECKING:
     from flashsac_bench.runner.env_factory import EnvFactory
@@ -93,13 +90,9 @@ class RunDir:
         "starting" at once). Yields the signals and the stack that undoes the run's setup
         however far it got; a run that fails has its status written before that."""
         records = self.records
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise write_error(err, self.path, "run dir") from err
         lock = take_lock(self.path, self._plan)
         records.info.git = git_info()
-        with lock, self._signals() as signals, ExitStack() as closing:
+        with lock, status.signal_handling(records) as signals, ExitStack() as closing:
             try:
                 heartbeat = Heartbeat(self.path, lambda: records.state.done_iterations)
                 closing.callback(heartbeat.start().stop)
@@ -109,27 +102,6 @@ class RunDir:
             except BaseException as err:
                 self.record_failure(err)
                 raise
-
-    def _signals(self) -> Signals:
-        """The run's signal handling (runner.signals); when the main thread is held in native
-        code and cannot hear a signal, the watchdog writes the summary and the line its
-        handler's exception would have."""
-        records = self.records
-        signals: Signals
-
-        def on_stuck(signame: str, where: str) -> str:
-            if signals.in_loop:  # a second signal, unheard: what KeyboardInterrupt does
-                done = records.state.done_iterations
-                self.record_failure(KeyboardInterrupt(signame))
-                return (
-                    f"aborted by a second {signame} during iteration {done}; {self.continue_hint()}"
-                )
-            err = StartInterrupted(signame, int(getattr(signal, signame)), where)
-            self.record_failure(err)
-            return f"{err}; {err.hint}"
-
-        signals = Signals(on_stuck)
-        return signals
 
     # ------------------------------------------------------------------ setup
     def restore(

@@ -1,8 +1,10 @@
 """Lock and liveness: the run dir's one live writer, and the signs that it is alive.
 
-`take_lock` takes the writer lock before anything is written (RunDirInUseError naming the live
-writer), checks the resume plan again under it, removes what a killed writer left half-written
-and sets an earlier attempt aside; `Heartbeat` rewrites heartbeat.json while the run lives.
+`take_lock` creates the run dir and takes its writer lock before anything is written in it
+(RunDirInUseError naming the live writer), checks the resume plan again under it, removes what
+a killed writer left half-written and sets an earlier attempt aside; `Heartbeat` rewrites
+heartbeat.json while the run lives.
+
 How the lock and the heartbeat are read (who writes a run dir, is it stale): runner.liveness.
 """
 
@@ -35,14 +37,19 @@ from flashsac_bench.runner.resume import (
     set_aside_earlier_attempt,
 )
 from flashsac_bench.runner.summary import write_json
+from flashsac_bench.runner.writes import write_error
 
 log = logging.getLogger("flashsac_bench.runner")
 
 
 def take_lock(path: Path, plan: ResumePlan) -> RunDirLock:
-    """Take the writer lock (RunDirInUseError naming the live writer), check the plan again
-    under it, remove what a killed writer left half-written, and set an earlier attempt aside;
-    the lock, held until the caller releases it."""
+    """Create the run dir and take its writer lock (RunDirInUseError naming the live writer),
+    check the plan again under it, remove what a killed writer left half-written, and set an
+    earlier attempt aside; the lock, held until the caller releases it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise write_error(err, path, "run dir") from err
     try:
         lock = RunDirLock(path).acquire()
     except RunDirBusyError as err:

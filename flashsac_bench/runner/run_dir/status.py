@@ -22,6 +22,26 @@ def write_summary(records: Records) -> None:
     write_json(records.run_dir / SUMMARY_NAME, records.summary(), "summary")
 
 
+def signal_handling(records: Records) -> Signals:
+    """The run's signal handling (runner.signals); when the main thread is held in native code
+    and cannot hear a signal, the watchdog writes the summary and the line its handler's
+    exception would have."""
+    signals: Signals
+
+    def on_stuck(signame: str, where: str) -> str:
+        if signals.in_loop:  # a second signal, unheard: what KeyboardInterrupt does
+            done = records.state.done_iterations
+            record_failure(records, KeyboardInterrupt(signame))
+            hint = continue_hint(records)
+            return f"aborted by a second {signame} during iteration {done}; {hint}"
+        err = StartInterrupted(signame, int(getattr(signal, signame)), where)
+        record_failure(records, err)
+        return f"{err}; {err.hint}"
+
+    signals = Signals(on_stuck)
+    return signals
+
+
 def settle(records: Records, signals: Signals) -> None:
     """The status of a loop that ended without an error (its checkpoint follows)."""
     state, iterations = records.state, records.cfg.run.iterations
