@@ -4,8 +4,9 @@ A run killed with SIGKILL (or stopped by a full disk, where nothing more can be 
 rewrites its summary.json, which keeps saying "running". So the runner records who writes the
 run (`writer` in summary.json: host, pid, the pid's start time and pid namespace, so that a
 reused pid or another container does not pass for the writer) and a background thread rewrites
-`heartbeat.json` every HEARTBEAT_EVERY_S seconds (runner.run_dir.lock writes both). `run_state`
-(used by compare.py, the learning parity analysis and resume) then calls such a run `stale`:
+`heartbeat.json` every HEARTBEAT_EVERY_S seconds (both written by runner.run_dir; this module
+reads them). `run_state` (used by compare.py, the learning parity analysis and resume) then
+calls such a run `stale`:
 
 - same host and pid namespace: stale as soon as the writer's process is gone (pid absent, or
   now a different process);
