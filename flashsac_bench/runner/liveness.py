@@ -4,35 +4,32 @@ A run killed with SIGKILL (or stopped by a full disk, where nothing more can be 
 rewrites its summary.json, which keeps saying "running". So the runner records who writes the
 run (`writer` in summary.json: host, pid, the pid's start time and pid namespace, so that a
 reused pid or another container does not pass for the writer) and a background thread rewrites
-`heartbeat.json` every HEARTBEAT_EVERY_S seconds. `run_state` (used by compare.py, the learning
-parity analysis and resume) then calls such a run `stale`:
+`heartbeat.json` every HEARTBEAT_EVERY_S seconds (both written by runner.run_dir; this module
+reads them). `run_state` (used by compare.py, the learning parity analysis and resume) then
+calls such a run `stale`:
 
 - same host and pid namespace: stale as soon as the writer's process is gone (pid absent, or
   now a different process);
 - elsewhere (e.g. a SLURM node): stale once the newest heartbeat is older than STALE_AFTER_S.
 
-Who may write a run dir is decided by `RunDirLock`, not by reading these files: an exclusive
-flock on `<run dir>/.writer.lock`, taken before the run writes anything there and held until it
-ends. Taking it is atomic (two runs started together: exactly one gets it) and the kernel drops
-it when its process dies, however it dies, so a dead writer never blocks its resume.
+Who may write a run dir is decided by its writer lock (runner.run_dir.lock.RunDirLock), not by
+reading these files: an exclusive flock on `<run dir>/.writer.lock`, taken before the run writes
+anything there and held until it ends. Taking it is atomic (two runs started together: exactly
+one gets it) and the kernel drops it when its process dies, however it dies, so a dead writer
+never blocks its resume.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
-import logging
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from flashsac_bench.runner.checkpoint import checkpoint_folder, list_checkpoints
-
-log = logging.getLogger("flashsac_bench.runner")
 
 HEARTBEAT_NAME = "heartbeat.json"
 LOCK_NAME = ".writer.lock"
@@ -95,53 +92,6 @@ def _process_alive(writer: dict[str, Any]) -> bool | None:
     return True
 
 
-class Heartbeat:
-    """Rewrites run_dir/heartbeat.json every `every_s` seconds from a daemon thread (so that
-    long compiles and slow iterations still beat), and once more when stopped, so that the file
-    ends with the run (its last iteration, `ended`). Write errors are ignored: a full disk must
-    not add a second failure, and a missing beat only makes the run look stale sooner."""
-
-    def __init__(
-        self, run_dir: Path, iteration: Any = None, every_s: float = HEARTBEAT_EVERY_S
-    ) -> None:
-        self.path = Path(run_dir) / HEARTBEAT_NAME
-        self.every_s = every_s
-        self._iteration = iteration  # zero-arg callable, read at each beat
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.identity = writer_identity()
-
-    def beat(self, ended: bool = False) -> float:
-        from flashsac_bench.runner.summary import write_json
-
-        now = time.time()
-        payload = {**self.identity, "unix": now, "every_s": self.every_s, "ended": ended}
-        if self._iteration is not None:
-            payload["iteration"] = self._iteration()
-        try:
-            write_json(self.path, payload, "heartbeat")
-        except OSError:
-            pass
-        return now
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.beat()
-
-    def start(self) -> Heartbeat:
-        self.beat()
-        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-            self.beat(ended=True)
-
-
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         with open(path) as f:
@@ -188,54 +138,11 @@ def run_state(run_dir: str | os.PathLike[str], summary: dict[str, Any] | None = 
     return {"status": "stale", "last_checkpoint": ckpt, "detail": detail}
 
 
-class RunDirBusyError(Exception):
-    """Another live process holds the run dir's writer lock (the message names it)."""
-
-
-class RunDirLock:
-    """The exclusive writer lock of a run dir (module docstring). `acquire` raises RunDirBusyError
-    naming the holder; `release` (or the process's end) frees it. The lock file stays: removing
-    it would let a later run lock a new file while an older run still holds the old one."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.path = Path(run_dir) / LOCK_NAME
-        self._fd: int | None = None
-
-    def acquire(self) -> RunDirLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        # A probe (run_dir_writer) holds a shared lock for microseconds; a writer for its run.
-        deadline = time.monotonic() + PROBE_GRACE_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    raise RunDirBusyError(self._busy_text()) from None
-                time.sleep(0.02)
-        identity = {**writer_identity(), "locked_unix": time.time()}
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, (json.dumps(identity) + "\n").encode(), 0)
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)  # closing the descriptor drops the flock
-
-    def __enter__(self) -> RunDirLock:
-        return self if self._fd is not None else self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def _busy_text(self) -> str:
-        holder = _read_json(self.path) or {}
-        who = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
-        return f"{self.path.parent} is being written by another live process ({who})"
+def lock_holder(run_dir: Path) -> str:
+    """Who the run dir's writer lock file names as its holder, as a sentence."""
+    holder = _read_json(Path(run_dir) / LOCK_NAME) or {}
+    who = f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
+    return f"{Path(run_dir)} is being written by another live process ({who})"
 
 
 def run_dir_writer(run_dir: Path) -> str | None:
@@ -248,7 +155,7 @@ def run_dir_writer(run_dir: Path) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
-        return RunDirLock(run_dir)._busy_text()
+        return lock_holder(run_dir)
     finally:
         os.close(fd)
     return None

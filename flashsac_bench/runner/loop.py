@@ -27,7 +27,8 @@ the tick's statistics; the actions stay on the device (act synchronizes only so 
 k-1's learner values can be read).
 
 Everything the run keeps in its run dir (checkpoints, resume, the writer lock, the heartbeat,
-summary.json) goes through one object, runner.run_dir.RunDir.
+summary.json, the logger's files) goes through one object, runner.run_dir.RunDir: runner.records
+makes the rows and the summary's content, and writes no file.
 """
 
 from __future__ import annotations
@@ -125,9 +126,8 @@ class Runner:
         )
         self.dir.reserve(parts.learner)  # the host buffer of periodic checkpoints
         t = now()
-        self.records.open_logger()  # TensorBoard, W&B (a resumed run continues its W&B run)
+        self.dir.open_logger(closing)  # TensorBoard, W&B (a resumed run continues its W&B run)
         startup["logger_open_s"] = now() - t
-        closing.callback(self.records.scalars.close)
         self.records.report_start(self.threshold)
         return parts
 
@@ -192,8 +192,7 @@ class Runner:
 
     def _start_loop(self) -> None:
         rec = self.records
-        self.state.status = "running"
-        rec.write_summary()
+        self.dir.running()  # status "running", in summary.json
         rec.loop_t0 = now()
         # Wall seconds from the runner's start to its first iteration: what "since start"
         # adds to the loop's time_s (the startup parts leave out the small steps between).

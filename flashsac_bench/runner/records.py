@@ -1,5 +1,7 @@
 """What a run records: one row per iteration, the episode windows, the logged scalars, the
-progress line, and summary.json made of them together with the run's description and status.
+progress line, and summary.json's content made of them together with the run's description and
+status. Records writes no file: the run dir's owner (runner.run_dir) writes the summary it makes
+and opens the logger it hands its points to.
 
 Iteration k's row is built during iteration k+1, while the envs step (`keep` iteration k's
 IterationRecord, then `log` builds its row): off the serial path, and complete at once, since a
@@ -23,17 +25,14 @@ from flashsac_bench.config.root import Config
 from flashsac_bench.learner.state import METRICS
 from flashsac_bench.runner.collector import TickResult
 from flashsac_bench.runner.liveness import HEARTBEAT_EVERY_S, HEARTBEAT_NAME, writer_identity
-from flashsac_bench.runner.loggers import open_sink
 from flashsac_bench.runner.progress import Progress
 from flashsac_bench.runner.resume_commands import continue_command
 from flashsac_bench.runner.scalars import Scalars
 from flashsac_bench.runner.summary import (
     SUMMARY_FORMAT,
-    SUMMARY_NAME,
     TIMING_SEMANTICS,
     select_rows,
     timing_block,
-    write_json,
 )
 
 log = logging.getLogger("flashsac_bench.runner")
@@ -93,8 +92,8 @@ class Window:
 
 def dead_tick(tick: TickResult, num_envs: int) -> bool:
     """Every env ended its episode at its first step with a return of exactly 0: every row a
-    broken row (envs.api.EnvStep says what an env does with a row it cannot compute). A live
-    env earns a non-zero reward on some step."""
+    broken row (envs.contract.api.EnvStep says what an env does with a row it cannot compute).
+    A live env earns a non-zero reward on some step."""
     lengths, returns = tick.episode_lengths, tick.episode_returns
     return (
         len(lengths) == num_envs
@@ -119,7 +118,7 @@ class RunInfo:
     startup: dict[str, float] = field(default_factory=dict)
     compile: dict[str, Any] = field(default_factory=dict)  # runner.setup.compile_delta
     beside: dict[str, float] = field(default_factory=dict)  # what ran beside startup's parts
-    # The model the envs step (envs.g1_model.model_record; None: a custom env factory's env):
+    # The model the envs step (envs.g1.model.model_record; None: a custom env factory's env):
     # carried by every checkpoint, so that resume can refuse another model and evaluate /
     # export use exactly this one.
     model: dict[str, Any] | None = None
@@ -127,7 +126,7 @@ class RunInfo:
 
 @dataclass
 class RunState:
-    """Where the run stands (runner.run_dir decides the final status)."""
+    """Where the run stands (runner.run_dir.status decides the final status)."""
 
     status: str = "starting"
     reason: str | None = None
@@ -148,7 +147,8 @@ class Records:
         self.returns: deque[float] = deque(maxlen=EPISODE_WINDOW)
         self.lengths: deque[float] = deque(maxlen=EPISODE_WINDOW)
         self.pending: IterationRecord | None = None  # the last iteration, its row not built yet
-        self.scalars = Scalars(None, self.num_envs)  # writes nothing until open_logger
+        # Writes nothing until the run dir opens the run's logger (RunDir.open_logger).
+        self.scalars = Scalars(None, self.num_envs)
         # The logger state of the checkpoint this run continues (its W&B run id).
         self.logger_saved: dict[str, Any] | None = None
         self.loop_t0: float | None = None
@@ -178,17 +178,6 @@ class Records:
             info.startup["cold_start_s"],
             self.run_dir,
         )
-
-    def open_logger(self) -> None:
-        """The run's logger (config group `logger`), continuing a resumed run's W&B run."""
-        sink = open_sink(
-            self.cfg.logger.name,
-            self.run_dir,
-            self.info.composed,
-            self.logger_saved,
-            lambda: self.state.status,
-        )
-        self.scalars = Scalars(sink, self.num_envs)
 
     # ------------------------------------------------------------------ rows
     def add_tick(self, tick: TickResult) -> None:
@@ -403,6 +392,3 @@ class Records:
             "rows": rows,
             "rows_all": self.rows_all,
         }
-
-    def write_summary(self) -> None:
-        write_json(self.run_dir / SUMMARY_NAME, self.summary(), "summary")

@@ -217,7 +217,7 @@ def model_difference(saved: Any, model: dict[str, Any] | None) -> str | None:
     if model is None or not isinstance(saved, dict) or saved.get("sha256") == model["sha256"]:
         return None
     short = f"sha256 {str(saved.get('sha256'))[:12]}..., now {model['sha256'][:12]}..."
-    if "env_id" in model:  # a Gymnasium env (envs.gymnasium_env.EnvFacts.record)
+    if "env_id" in model:  # a Gymnasium env (envs.gymnasium.env.EnvFacts.record)
         return (
             f"the Gymnasium env {model['env_id']} (gymnasium {model.get('gymnasium')}) differs "
             f"from the checkpoint's {saved.get('env_id')} (gymnasium {saved.get('gymnasium')}; "

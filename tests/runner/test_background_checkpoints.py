@@ -1,6 +1,6 @@
 """Periodic checkpoints (run.checkpoint_every) are written while training goes on, hold exactly
 their iteration's state (what a run that ends at that iteration writes inline), and the
-writer's thread always ends, also when the write or the run fails (runner.run_dir)."""
+writer's thread always ends, also when the write or the run fails (runner.run_dir.checkpoints)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import torch
 
 from flashsac_bench.cli.train import train
 from flashsac_bench.runner import checkpoint as ckpt_mod
-from flashsac_bench.runner import run_dir as run_dir_module
 from flashsac_bench.runner.checkpoint import checkpoint_path, load_checkpoint
 from flashsac_bench.runner.collector import CollectorError
-from flashsac_bench.runner.run_dir import THREAD_NAME, CheckpointWriter
+from flashsac_bench.runner.run_dir import checkpoints as run_dir_checkpoints
+from flashsac_bench.runner.run_dir.checkpoints import THREAD_NAME, CheckpointWriter
 from flashsac_bench.runner.writes import DiskFullError
 from tests.fakes.fake_env import FakeEnv
 from tests.fakes.runs import read_summary, timing_free, tiny_config
@@ -82,7 +82,7 @@ def test_a_background_checkpoint_is_written_while_training_goes_on(
         env["e"] = _CountingEnv(num_envs, seed)
         return env["e"]
 
-    real = run_dir_module.save_checkpoint
+    real = run_dir_checkpoints.save_checkpoint
     overlapped: list[int] = []
 
     def save_after_two_more_steps(path, payload):
@@ -93,7 +93,7 @@ def test_a_background_checkpoint_is_written_while_training_goes_on(
             overlapped.append(payload["iteration"] if e.stepped.wait(timeout=30) else -1)
         return real(path, payload)
 
-    monkeypatch.setattr(run_dir_module, "save_checkpoint", save_after_two_more_steps)
+    monkeypatch.setattr(run_dir_checkpoints, "save_checkpoint", save_after_two_more_steps)
     run = tmp_path / "run"
     train(
         tiny_config(iterations=ITERATIONS, checkpoint_every=EVERY), run_dir=run, env_factory=factory
@@ -135,14 +135,14 @@ def test_a_failed_background_write_fails_the_run(tmp_path, monkeypatch):
 
 
 def test_a_run_that_fails_during_a_write_still_completes_that_checkpoint(tmp_path, monkeypatch):
-    real = run_dir_module.save_checkpoint
+    real = run_dir_checkpoints.save_checkpoint
     release = threading.Event()
 
     def slow_save(path, payload):
         release.wait(timeout=30)  # the run fails meanwhile
         return real(path, payload)
 
-    monkeypatch.setattr(run_dir_module, "save_checkpoint", slow_save)
+    monkeypatch.setattr(run_dir_checkpoints, "save_checkpoint", slow_save)
     failing = {"e": None}
 
     def factory(task, backend, num_envs, seed):
@@ -247,14 +247,14 @@ def test_an_interrupt_during_a_write_keeps_both_checkpoints(tmp_path, monkeypatc
     iteration, waits for that write, then writes its final checkpoint (inline)."""
     import signal
 
-    real = run_dir_module.save_checkpoint
+    real = run_dir_checkpoints.save_checkpoint
 
     def slow_in_background(path, payload):
         if threading.current_thread().name == THREAD_NAME:
             time.sleep(0.5)  # still in flight when the signal arrives at tick 4
         return real(path, payload)
 
-    monkeypatch.setattr(run_dir_module, "save_checkpoint", slow_in_background)
+    monkeypatch.setattr(run_dir_checkpoints, "save_checkpoint", slow_in_background)
     run = tmp_path / "run"
     with pytest.raises(SystemExit) as ended:
         train(

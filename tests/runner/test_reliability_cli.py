@@ -90,7 +90,7 @@ def test_a_sigkilled_run_is_stale_for_every_reader(tmp_path):
             "a running summary and two checkpoints",
         )
         assert run_state(run)["status"] == "running"
-        # its writer holds the run dir's lock (runner.liveness.RunDirLock)
+        # its writer holds the run dir's lock (runner.run_dir.lock.RunDirLock)
         with pytest.raises(RunDirInUseError, match="being written by another live process"):
             plan_resume(_resume_config(run, 1_000_000), run)
     finally:

@@ -31,7 +31,6 @@ from flashsac_bench.runner.checkpoint import (
 from flashsac_bench.runner.liveness import (
     HEARTBEAT_NAME,
     STALE_AFTER_S,
-    Heartbeat,
     run_state,
     writer_identity,
 )
@@ -45,6 +44,7 @@ from flashsac_bench.runner.resume import (
     config_differences,
     find_checkpoint,
 )
+from flashsac_bench.runner.run_dir.lock import Heartbeat
 from flashsac_bench.runner.writes import DiskFullError
 from tests.fakes.fake_env import FakeEnv
 from tests.fakes.runs import cli_overrides, fake_env_environ, read_summary, tiny_config

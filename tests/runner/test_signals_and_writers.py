@@ -6,7 +6,7 @@
 - A worker that dies or hangs ends the run with one line naming it, the last checkpoint and the
   command that continues from it (which then runs).
 - The temp files a killed checkpoint write leaves are removed at the next start.
-- The writer lock (runner.liveness.RunDirLock) is exclusive and dies with its process; of two
+- The writer lock (runner.run_dir.lock.RunDirLock) is exclusive and dies with its process; of two
   resumes of one run dir started together exactly one runs.
 """
 
@@ -25,7 +25,7 @@ import pytest
 
 from flashsac_bench.cli.train import train
 from flashsac_bench.runner.checkpoint import load_checkpoint, resolve_resume_path
-from flashsac_bench.runner.liveness import RunDirBusyError, RunDirLock
+from flashsac_bench.runner.run_dir.lock import RunDirBusyError, RunDirLock
 from tests.fakes.fake_env import make_env
 from tests.fakes.processes import SHM_DIR, wait_gone
 from tests.fakes.runs import (
@@ -155,7 +155,7 @@ def test_temp_files_of_a_killed_write_are_removed_at_the_next_start(tmp_path, ca
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from flashsac_bench.runner.liveness import RunDirLock
+from flashsac_bench.runner.run_dir.lock import RunDirLock
 RunDirLock(Path(sys.argv[1])).acquire()
 print("locked", flush=True)
 time.sleep(600)
