@@ -20,7 +20,7 @@ written outside compiled code (learner.state.SCALARS says why).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
@@ -245,6 +245,53 @@ class CriticGrad(NamedTuple):
     target_buffers: torch.Tensor  # the target critic's
 
 
+class JointBatch(NamedTuple):
+    """A critic update's inputs beside its parameters, none of them differentiated."""
+
+    critic_in: torch.Tensor  # CrossQ-style joint batch: critic obs of (s || s')
+    actions_in: torch.Tensor  # actions of (a || a'), a' ~ pi(.|s')
+    # How the next-state distribution moves onto the support (categorical_projection's
+    # arguments after the probabilities).
+    shift: tuple[Any, ...]
+
+
+@torch.no_grad()
+def joint_batch(
+    st: UpdateStatics,
+    s: LearnerState,
+    cols: dict[str, torch.Tensor],
+    eps_next: torch.Tensor,
+    reward_divisor: torch.Tensor,
+) -> JointBatch:
+    """Next actions from the actor with BN running statistics (eval mode), then the joint batch
+    (s, a) || (s', a') that the target and the online critic both see, each with BN batch
+    statistics (training mode), and the TD shift."""
+    mean, log_std = actor_policy(
+        st.actor_param_layout,
+        st.actor_buffer_layout,
+        s.actor_params,
+        s.actor_buffers,
+        cols["next_obs"],
+        st.actor_spec,
+        st.norm,
+        st.mm_dtype,
+        st.gemm_align,
+    )
+    next_actions, next_log_prob = tanh_normal_sample(mean, log_std, eps_next)
+    alpha = torch.exp(s.log_temp)
+    critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
+    actions_in = torch.cat([cols["actions"], next_actions])
+    shift = (
+        cols["rewards"] / reward_divisor,
+        1.0 - cols["terminated"],  # truncations bootstrap
+        st.gamma,
+        alpha * next_log_prob,
+        st.v_min,
+        st.v_max,
+    )
+    return JointBatch(critic_in, actions_in, shift)
+
+
 def critic_grad(
     st: UpdateStatics,
     s: LearnerState,
@@ -254,43 +301,12 @@ def critic_grad(
 ) -> CriticGrad:
     """The critic update up to its gradient, on rows [B, width]; eps_next [B, A] samples
     a' ~ pi(.|s')."""
-    cols = st.rows.split(rows)
     batch = rows.shape[0]
-    with torch.no_grad():
-        # Next actions from the actor with BN running statistics (eval mode).
-        mean, log_std = actor_policy(
-            st.actor_param_layout,
-            st.actor_buffer_layout,
-            s.actor_params,
-            s.actor_buffers,
-            cols["next_obs"],
-            st.actor_spec,
-            st.norm,
-            st.mm_dtype,
-            st.gemm_align,
-        )
-        next_actions, next_log_prob = tanh_normal_sample(mean, log_std, eps_next)
-        alpha = torch.exp(s.log_temp)
-        # CrossQ-style joint batch: (s, a) || (s', a') for both the target and online critic,
-        # each with BN batch statistics (training mode).
-        critic_in = torch.cat([cols["critic_obs"], cols["next_critic_obs"]])
-        actions_in = torch.cat([cols["actions"], next_actions])
+    critic_in, actions_in, shift = joint_batch(st, s, st.rows.split(rows), eps_next, reward_divisor)
 
     def critic_forward(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor]):
         net = Network(p, b, st.critic_spec, st.norm, st.mm_dtype)
         return critic_distribution(net, critic_in, actions_in, st.support, training=True)
-
-    with torch.no_grad():
-        # How the next-state distribution moves onto the support (categorical_projection's
-        # arguments after the probabilities).
-        shift = (
-            cols["rewards"] / reward_divisor,
-            1.0 - cols["terminated"],  # truncations bootstrap
-            st.gamma,
-            alpha * next_log_prob,
-            st.v_min,
-            st.v_max,
-        )
 
     @torch.no_grad()
     def td_target(target_q: torch.Tensor, target_log_probs: torch.Tensor) -> torch.Tensor:
