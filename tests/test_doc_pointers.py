@@ -15,6 +15,7 @@ gone where it names its commit (on its line or the two before): the record of th
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,24 @@ SHARED = re.compile(r"\.\./shared/[\w./-]*[\w/]")
 MADE = {"flashsac_bench/conf"}
 
 
+def _candidates() -> list[Path]:
+    """The files git tracks or would track (ignored ones, such as a venv or a scratch copy of
+    an older tree inside the clone, are not the repository's); every file where git is absent."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        return list(ROOT.rglob("*"))
+    return [ROOT / name for name in listed.split("\0") if name]
+
+
 def _files() -> list[Path]:
     out = []
-    for path in ROOT.rglob("*"):
+    for path in _candidates():
         rel = path.relative_to(ROOT)
         skip = SKIP_DIRS & set(rel.parts) or any(p.endswith(".egg-info") for p in rel.parts)
         if not path.is_file() or path.suffix not in SUFFIXES or skip:
