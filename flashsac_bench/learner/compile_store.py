@@ -109,6 +109,9 @@ class StoredCompile:
                 return None
             try:
                 self._open(args)
+            except NotStoredError as plain:
+                self._fall_back(str(plain), warn=False)
+                return None
             except Exception as err:  # noqa: BLE001 - no key, no file: plain torch.compile
                 self._fall_back(f"no key for its inputs ({type(err).__name__}: {err})")
                 return None
@@ -127,13 +130,17 @@ class StoredCompile:
         """Key the saved file by the first call's inputs; load its variants where usable."""
         closure = artifacts.structure(self._closure())
         args_key = [_arg_key(a, self.dynamic) for a in args]
+        devices = _devices([closure, args_key])
+        plain = plain_on(devices)
+        if plain is not None:
+            raise NotStoredError(plain)
         self._key = {
             "function": self.name,
             "dynamic": self.dynamic,
             "options": artifacts.structure(self.options or {}),
             "closure": closure,
             "args": args_key,
-            "environment": artifacts.environment(_devices([closure, args_key])),
+            "environment": artifacts.environment(devices),
         }
         self.file = artifacts.artifact_dir() / artifacts.key_name(self._key)
         if not self.file.is_file():
@@ -205,9 +212,15 @@ class StoredCompile:
             return
         self.report.save_s += time.perf_counter() - start
 
-    def _fall_back(self, reason: str) -> None:
+    def _fall_back(self, reason: str, *, warn: bool = True) -> None:
+        """Plain torch.compile from now on; a warning where a saved compile was expected."""
         self.report.fallback = reason
-        log.warning("%s runs as plain torch.compile: %s", self.name, reason)
+        log.log(
+            logging.WARNING if warn else logging.INFO,
+            "%s runs as plain torch.compile: %s",
+            self.name,
+            reason,
+        )
         self._plain = torch.compile(
             own_code(self.fn), fullgraph=True, dynamic=self.dynamic, options=self.options
         )
@@ -215,6 +228,26 @@ class StoredCompile:
     def _note(self, note: str) -> None:
         self.report.notes.append(note)
         log.warning("%s", note)
+
+
+# Where the compiled updates are not stored, by design (not a failure: no warning). On CUDA a
+# loaded ahead-of-time artifact runs without Inductor's CUDA graph trees (the compile path's
+# steps then run uncaptured), and the compile and cudagraph paths stop computing the same bits
+# (docs/paths.md, "The compile store"): CUDA compiles as plain torch.compile, whose graph trees
+# and shared Inductor artifacts the GPU tests pin.
+CUDA_PLAIN = (
+    "on CUDA compiles are not stored (a loaded artifact runs without Inductor's CUDA graph "
+    "trees, and the compile and cudagraph paths then disagree: docs/paths.md)"
+)
+
+
+class NotStoredError(Exception):
+    """A function whose compiles this store does not keep, by design (the message says why)."""
+
+
+def plain_on(devices: set[str]) -> str | None:
+    """Why compiles whose inputs live on `devices` run as plain torch.compile (None: stored)."""
+    return CUDA_PLAIN if any(d.startswith("cuda") for d in devices) else None
 
 
 def _unopened(fn: Callable[..., Any], dynamic: bool, options: dict[str, Any] | None) -> Any:

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from flashsac_bench.learner import compile_artifacts as artifacts
-from flashsac_bench.learner.compile_store import StoredCompile
+from flashsac_bench.learner import compile_store
+from flashsac_bench.learner.compile_store import CUDA_PLAIN, StoredCompile, plain_on
 
 pytestmark = pytest.mark.slow  # every test compiles (seconds each on 2 cores)
 
@@ -140,6 +141,29 @@ def test_where_nothing_can_be_saved_it_is_plain_torch_compile(missing, monkeypat
     assert ("has no aot_compile" if missing == "aot_compile" else "caches are disabled") in reason
     assert (stored.report.loaded, stored.report.compiled) == (0, 0)
     assert not (cache_dir / "flashsac_bench_compiled").exists()
+    torch.testing.assert_close(y, make_step(Holder())(x))
+
+
+def test_cuda_compiles_are_plain_and_cpu_ones_stored():
+    assert plain_on({"cuda:0"}) == plain_on({"cpu", "cuda"}) == CUDA_PLAIN
+    assert plain_on({"cpu"}) is None and plain_on(set()) is None
+
+
+def test_inputs_on_a_device_not_stored_run_plainly_without_a_warning(
+    monkeypatch, cache_dir, caplog
+):
+    """The CUDA rule's wiring, on the CPU: inputs described as living on CUDA compile as plain
+    torch.compile, saved nowhere, said in the report at INFO (a design rule, not a failure)."""
+    monkeypatch.setattr(compile_store, "_devices", lambda described: {"cuda:0"})
+    h = Holder()
+    stored = StoredCompile(make_step(h), dynamic=False)
+    x = torch.linspace(-1, 1, 3)
+    with caplog.at_level("INFO", logger=compile_store.__name__):
+        y = stored(x)
+    assert stored.report.fallback == CUDA_PLAIN
+    assert (stored.report.loaded, stored.report.compiled) == (0, 0)
+    assert not (cache_dir / "flashsac_bench_compiled").exists()
+    assert [r.levelname for r in caplog.records if CUDA_PLAIN in r.getMessage()] == ["INFO"]
     torch.testing.assert_close(y, make_step(Holder())(x))
 
 
