@@ -55,12 +55,6 @@ def main(argv: list[str] | None = None) -> int:
         help="';'-separated PathConfig option sets timed side by side, e.g. "
         "'base;inductor_options.max_autotune=true' ('base' or '' = defaults)",
     )
-    ap.add_argument(
-        "--kernels",
-        default="off",
-        choices=["on", "off", "on,off", "off,on"],
-        help="the fused kernels (learner/kernels, CUDA only) on, off, or both side by side",
-    )
     ap.add_argument("--tiny", action="store_true", help="small networks (CPU smoke test)")
     ap.add_argument("--output", type=Path, default=None)
     ap.add_argument(

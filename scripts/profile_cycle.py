@@ -37,9 +37,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=None)
     ap.add_argument("--host-top", type=int, default=0, help="also cProfile the host: top N")
     add_path_arguments(ap)
-    ap.add_argument(
-        "--kernels", default="off", choices=["on", "off"], help="the fused kernels (opt-in)"
-    )
     args = ap.parse_args(argv)
     options = {}
     for item in args.inductor_option:
@@ -54,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         tiny=args.tiny,
         gemm_align=args.gemm_align,
         path_options=parse_options(args.path_options),
-        fused_kernels=args.kernels == "on",
     )
     if args.count_ops:
         report = count_eager_ops(setup, args.cycles)

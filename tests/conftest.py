@@ -1,16 +1,9 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 import torch
-
-# Without CUDA the hand-written Triton kernels (flashsac_bench/learner/kernels) run on CPU
-# tensors through Triton's interpreter, for their tests; it must be on before a kernel module
-# is imported (triton.jit decides at decoration time).
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO_ROOT.parent / "shared" / "reference"

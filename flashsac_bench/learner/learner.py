@@ -17,7 +17,7 @@ import torch
 from flashsac_bench.config.learner import LearnerConfig
 from flashsac_bench.config.path import PathConfig
 from flashsac_bench.config.update import UpdateConfig
-from flashsac_bench.learner import kernels, paths
+from flashsac_bench.learner import paths
 from flashsac_bench.learner.adam import AdamConfig, AdamState
 from flashsac_bench.learner.cycle import Cycle, plan_cycle
 from flashsac_bench.learner.distributional import target_entropy
@@ -100,17 +100,12 @@ class FlashSACLearner:
         path: PathConfig | None = None,
         seed: int = 1,
         gemm_align: int = 1,
-        fused_kernels: bool = False,
     ) -> None:
         if dtype not in _DTYPES:
             raise ValueError(f"learner dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         if gemm_align < 1:
             raise ValueError(f"gemm_align must be >= 1, got {gemm_align}")
         self.gemm_align = gemm_align
-        # The fused kernels (learner.kernels) are opt-in, for the benchmark's side by side, until
-        # they pass the GPU tests (docs/results.md, 'The fused kernels'); where asked for they run
-        # where they can (CUDA), elsewhere and by default their references.
-        self.fused_kernels = fused_kernels and kernels.enabled(device)
         if batch_size > replay_capacity:
             raise ValueError(f"batch_size {batch_size} > replay capacity {replay_capacity}")
         self.cfg, self.update_cfg, self.dims = cfg, update, dims
@@ -179,7 +174,6 @@ class FlashSACLearner:
             target_entropy=target_entropy(dims.action, cfg.temp_target_sigma),
             mm_dtype=_DTYPES[self.dtype],
             gemm_align=self.gemm_align,
-            kernels=self.fused_kernels,
         )
         return statics, self._initial_state(flats, seed)
 

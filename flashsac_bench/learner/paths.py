@@ -65,12 +65,12 @@ class Path:
     def critic(self, rows, eps_next, divisor, update_target: bool) -> None:
         """One critic update on rows [B, width] with next-action noise [B, A]."""
         st, s = self.cycle.statics, self.cycle.state
-        write(s, critic_update(st, s, rows, eps_next, divisor, update_target, in_place=True))
+        write(s, critic_update(st, s, rows, eps_next, divisor, update_target))
 
     def actor(self, rows, eps) -> None:
         """One actor + temperature update on rows [B, width] with noise [B, A]."""
         st, s = self.cycle.statics, self.cycle.state
-        write(s, actor_update(st, s, rows, eps, in_place=True))
+        write(s, actor_update(st, s, rows, eps))
 
     def run(self) -> None:
         """One iteration's cycle."""
@@ -152,11 +152,11 @@ class CapturedPath(Path):
         st, s = cycle.statics, cycle.state
 
         def critic(rows, eps_next, divisor, update_target: bool) -> torch.Tensor:
-            result = critic_update(st, s, rows, eps_next, divisor, update_target, in_place=True)
+            result = critic_update(st, s, rows, eps_next, divisor, update_target)
             return write_tensors(s, result)
 
         def actor(rows, eps) -> torch.Tensor:
-            return write_tensors(s, actor_update(st, s, rows, eps, in_place=True))
+            return write_tensors(s, actor_update(st, s, rows, eps))
 
         self._critic = compile_update(critic, False, options)
         self._actor = compile_update(actor, False, options)

@@ -27,6 +27,7 @@ import torch
 from flashsac_bench.learner.adam import (
     AdamConfig,
     AdamState,
+    adam_apply,
     adam_candidate,
     adam_hyper,
     is_finite,
@@ -36,8 +37,6 @@ from flashsac_bench.learner.distributional import (
     cross_entropy,
     select_min_q,
 )
-from flashsac_bench.learner.kernels import categorical as categorical_kernel
-from flashsac_bench.learner.kernels import optimizer as optimizer_kernel
 from flashsac_bench.learner.layout import Layout
 from flashsac_bench.learner.networks import (
     NetSpec,
@@ -46,7 +45,6 @@ from flashsac_bench.learner.networks import (
     actor_mean_log_std,
     actor_policy,
     critic_distribution,
-    critic_logits,
     matmul_views,
     param_views,
     tanh_normal_sample,
@@ -82,21 +80,18 @@ class UpdateStatics:
     target_entropy: float
     mm_dtype: torch.dtype
     gemm_align: int = 1  # matmul dims padded to multiples of this (networks.param_views)
-    kernels: bool = False  # the fused kernels (learner.kernels) run instead of their references
 
 
 class CriticResult(NamedTuple):
     """A critic update's next values (gated: the old ones where the update was not finite)."""
 
     scalars: torch.Tensor  # the whole next LearnerState.scalars vector
-    # None: written into the state by the update itself (`in_place`), or, for the target,
-    # not moved by this update (Polyak)
-    params: torch.Tensor | None
-    exp_avg: torch.Tensor | None
-    exp_avg_sq: torch.Tensor | None
+    params: torch.Tensor
+    exp_avg: torch.Tensor
+    exp_avg_sq: torch.Tensor
     buffers: torch.Tensor  # the online critic's BN running statistics
     target_buffers: torch.Tensor
-    target: torch.Tensor | None
+    target: torch.Tensor | None  # None: not moved by this update (Polyak)
 
     def assignments(self, s: LearnerState) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """(state tensor, its next value) for every tensor result left to write but the
@@ -116,21 +111,20 @@ class ActorResult(NamedTuple):
     """An actor + temperature update's next values (the temperature's live in `scalars`)."""
 
     scalars: torch.Tensor
-    params: torch.Tensor | None  # None: written by the update itself (`in_place`)
-    exp_avg: torch.Tensor | None
-    exp_avg_sq: torch.Tensor | None
+    params: torch.Tensor
+    exp_avg: torch.Tensor
+    exp_avg_sq: torch.Tensor
     buffers: torch.Tensor
 
     def assignments(self, s: LearnerState) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """(state tensor, its next value) for every tensor result left to write but the
         scalar vector."""
-        pairs = [
+        return [
             (s.actor_params, self.params),
             (s.actor_adam.exp_avg, self.exp_avg),
             (s.actor_adam.exp_avg_sq, self.exp_avg_sq),
             (s.actor_buffers, self.buffers),
         ]
-        return [(dst, value) for dst, value in pairs if value is not None]
 
 
 def pack(layout: Layout, values: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -192,20 +186,25 @@ def optimizer_step(
     target: torch.Tensor | None,
     lr: torch.Tensor,
     ok: torch.Tensor,
-    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    after: list[torch.Tensor] | None = None,
 ) -> OptimizerStep:
     """Adam, then the weight projection, then (critic) Polyak toward the projected weights,
-    every next value gated by `ok` (learner.kernels.optimizer: its reference, or with
-    st.kernels its fused kernel, writing into `out` where given). `after`: the update's other
-    results that read the tensors `out` overwrites (computed before the kernel writes)."""
+    every next value the old one where not `ok`."""
     step_size, bc2_sqrt, step = adam_hyper(lr, adam.step, st.adam)
-    args = (params, grad, adam.exp_avg, adam.exp_avg_sq, target, step_size, bc2_sqrt, ok)
-    if st.kernels:
-        new = optimizer_kernel.step(projector, st.adam, st.tau, *args, out=out, after=after)
-    else:
-        new = optimizer_kernel.reference(projector, st.adam, st.tau, *args)
-    return OptimizerStep(*new, step=torch.where(ok, step, adam.step))
+    new_params, m, v = adam_apply(
+        params, grad, adam.exp_avg, adam.exp_avg_sq, step_size, bc2_sqrt, st.adam
+    )
+    new_params = projector(new_params)
+    # Polyak on parameters only (BN running buffers are not averaged).
+    moved = (
+        None if target is None else torch.where(ok, torch.lerp(target, new_params, st.tau), target)
+    )
+    return OptimizerStep(
+        params=torch.where(ok, new_params, params),
+        exp_avg=torch.where(ok, m, adam.exp_avg),
+        exp_avg_sq=torch.where(ok, v, adam.exp_avg_sq),
+        target=moved,
+        step=torch.where(ok, step, adam.step),
+    )
 
 
 def grad_and_value(layout: Layout, flat: torch.Tensor, loss_fn):
@@ -317,30 +316,14 @@ def critic_grad(
     critic_b = st.critic_buffer_layout.views(s.critic_buffers)
     target_b = st.critic_buffer_layout.views(s.target_buffers)
 
-    def critic_head_logits(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor]):
-        net = Network(p, b, st.critic_spec, st.norm, st.mm_dtype)
-        return critic_logits(net, critic_in, actions_in, training=True)
-
     with torch.no_grad():
         target_p = param_views(layout, s.target_params, st.mm_dtype, st.gemm_align)
-        if st.kernels:  # learner.kernels.categorical: the same math, fused
-            target_logits, target_new_b = critic_head_logits(target_p, target_b)
-            target_probs = categorical_kernel.td_target(
-                target_logits[:, batch:], st.support, *shift
-            )
-        else:
-            target_q, target_log_probs, target_new_b = critic_forward(target_p, target_b)
-            target_probs = td_target(target_q, target_log_probs)
+        target_q, target_log_probs, target_new_b = critic_forward(target_p, target_b)
+        target_probs = td_target(target_q, target_log_probs)
 
     def loss_fn(p: dict[str, torch.Tensor]):
         online = matmul_views(layout, p, st.mm_dtype, st.gemm_align)
         # Only the (s, a) half is trained; the (s', a') half shapes the BN statistics.
-        if st.kernels:
-            logits, new_b = critic_head_logits(online, critic_b)
-            loss, q_mean = categorical_kernel.cross_entropy(
-                logits[:, :batch], target_probs, st.support
-            )
-            return loss, (new_b, q_mean)
         q, log_probs, new_b = critic_forward(online, critic_b)
         loss = cross_entropy(target_probs, log_probs[:, :batch])
         return loss, (new_b, q[:, :batch].mean())
@@ -362,22 +345,15 @@ def critic_update(
     eps_next: torch.Tensor,
     reward_divisor: torch.Tensor,
     update_target: bool,
-    in_place: bool = False,
 ) -> CriticResult:
     """Distributional critic update on rows [B, width]; eps_next [B, A] samples a' ~ pi(.|s');
-    with `update_target`, Polyak moves the target toward the new weights. `in_place` (a path
-    that writes the state): the fused optimizer step writes the parameters, the Adam moments
-    and the target into the state itself, and the result holds None for them."""
+    with `update_target`, Polyak moves the target toward the new weights."""
     g = critic_grad(st, s, rows, eps_next, reward_divisor)
     ok = is_finite(g.loss, g.grad)
     lr = st.critic_schedule.lr_tensor(s.critic_sched_step)
     target = s.target_params if update_target else None
-    adam = s.critic_adam
-    written = in_place and st.kernels
-    dst = (s.critic_params, adam.exp_avg, adam.exp_avg_sq, target) if written else None
-    after = [g.loss, g.q_mean, g.buffers, g.target_buffers]
     new = optimizer_step(
-        st, st.critic_projector, s.critic_params, g.grad, adam, target, lr, ok, dst, after
+        st, st.critic_projector, s.critic_params, g.grad, s.critic_adam, target, lr, ok
     )
     out = ScalarWriter(s.scalars)
     out.set("critic.adam.step", new.step)
@@ -388,12 +364,12 @@ def critic_update(
     out.set_metric("critic_lr", lr)
     return CriticResult(
         scalars=out.build(),
-        params=None if written else new.params,
-        exp_avg=None if written else new.exp_avg,
-        exp_avg_sq=None if written else new.exp_avg_sq,
+        params=new.params,
+        exp_avg=new.exp_avg,
+        exp_avg_sq=new.exp_avg_sq,
         buffers=torch.where(ok, g.buffers, s.critic_buffers),
         target_buffers=torch.where(ok, g.target_buffers, s.target_buffers),
-        target=None if written else new.target,
+        target=new.target,
     )
 
 
@@ -402,10 +378,9 @@ def actor_update(
     s: LearnerState,
     rows: torch.Tensor,
     eps: torch.Tensor,
-    in_place: bool = False,
 ) -> ActorResult:
     """Actor update (then temperature update) on rows [B, width]; eps [B, A] reparameterizes
-    a. `in_place`: as critic_update's."""
+    a."""
     cols = st.rows.split(rows)
     batch = rows.shape[0]
     obs_in = torch.cat([cols["obs"], cols["next_obs"]])  # 2B rows for BN statistics
@@ -431,13 +406,7 @@ def actor_update(
     grad, (loss, (new_b, entropy)) = grad_and_value(layout, s.actor_params, loss_fn)
     ok = is_finite(loss, grad)
     lr = st.actor_schedule.lr_tensor(s.actor_sched_step)
-    adam = s.actor_adam
-    written = in_place and st.kernels
-    dst = (s.actor_params, adam.exp_avg, adam.exp_avg_sq, None) if written else None
-    after = [loss, entropy, *new_b.values()]
-    new = optimizer_step(
-        st, st.actor_projector, s.actor_params, grad, adam, None, lr, ok, dst, after
-    )
+    new = optimizer_step(st, st.actor_projector, s.actor_params, grad, s.actor_adam, None, lr, ok)
     buffers = torch.where(ok, pack(st.actor_buffer_layout, new_b), s.actor_buffers)
 
     # Temperature: L = alpha * (H - H_target) with H the (detached) entropy of this update.
@@ -469,8 +438,8 @@ def actor_update(
     out.set_metric("actor_lr", lr)
     return ActorResult(
         scalars=out.build(),
-        params=None if written else new.params,
-        exp_avg=None if written else new.exp_avg,
-        exp_avg_sq=None if written else new.exp_avg_sq,
+        params=new.params,
+        exp_avg=new.exp_avg,
+        exp_avg_sq=new.exp_avg_sq,
         buffers=buffers,
     )

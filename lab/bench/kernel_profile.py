@@ -57,7 +57,6 @@ def profile_cycle(
             "updates": setup.updates_per_step,
             "path": path,
             "inductor_options": options,
-            "fused_kernels": learner.fused_kernels,
         },
         "wall_median_ms": statistics.median(wall),
         "kernels_per_cycle": kernels / n,
@@ -77,7 +76,6 @@ def profile_cycle(
         output.write_text(json.dumps(report, indent=2) + "\n")
     print(
         f"B={setup.batch_size} u{setup.updates_per_step} {path} {options} "
-        f"kernels={'on' if learner.fused_kernels else 'off'}: "
         f"wall {report['wall_median_ms']:.3f} ms, {report['kernels_per_cycle']:.0f} "
         f"kernels/cycle, {report['gpu_ms_per_cycle']:.3f} GPU ms/cycle, "
         f"{report['us_per_kernel']:.2f} us/kernel"
@@ -144,7 +142,6 @@ def count_eager_ops(setup: Setup, cycles: int = 5) -> dict:
         print(f"no unilab-rl ({err}): ours only")
     else:
         out["unilab-rl"] = _count(theirs, learner.device, cycles)
-    out["fused_kernels"] = learner.fused_kernels
     return out
 
 

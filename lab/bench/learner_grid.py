@@ -13,7 +13,6 @@ import time
 
 import torch
 
-from flashsac_bench.learner.kernels import enabled as kernels_enabled
 from lab.bench.learner_bench import plot_scaling, time_ours, time_unilab
 from lab.bench.synthetic import Setup, parse_options
 
@@ -60,7 +59,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
     rows: list[dict] = []
     failures: list[str] = []  # configurations that raised (reported, the grid goes on)
 
-    def record(impl: str, path: str, setup: Setup, timing, learner_kernels=None) -> None:
+    def record(impl: str, path: str, setup: Setup, timing) -> None:
         row = {
             "impl": impl,
             "path": path,
@@ -70,7 +69,6 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
             "dtype": setup.dtype,
             "gemm_align": setup.resolved_gemm_align if impl == "ours" else None,
             "path_options": dict(setup.path_options) if impl == "ours" else None,
-            "fused_kernels": learner_kernels if impl == "ours" else None,
             "median_ms": round(timing.median_ms, 4),
             "p90_ms": round(timing.p90_ms, 4),
             "mean_ms": round(timing.mean_ms, 4),
@@ -79,7 +77,7 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
             **meta,
         }
         rows.append(row)
-        opts = _variant(setup.path_options, learner_kernels)
+        opts = _label(setup.path_options)
         align = f"align {setup.resolved_gemm_align} {opts}" if impl == "ours" else "(upstream)"
         print(
             f"{impl:>9} {path:>9} {align:>10} B={setup.batch_size:<5} u{setup.updates_per_step:<2} "
@@ -98,19 +96,14 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
         parse_options("" if v.strip() == "base" else v)
         for v in (args.path_variants.split(";") if args.path_variants else [""])
     ]
-    # Where the kernels cannot run (the CPU) "on" is "off": one of them.
-    runs = kernels_enabled(args.device)
-    kernels = list(dict.fromkeys(k == "on" and runs for k in args.kernels.split(",")))
-    configs = [
-        (int(a), v, k) for a in args.gemm_align.split(",") for v in variants for k in kernels
-    ]
+    configs = [(int(a), v) for a in args.gemm_align.split(",") for v in variants]
     for b in (int(x) for x in args.batch_sizes.split(",")):
         for u in (int(x) for x in args.updates.split(",")):
             last = None
             ran_eager = referenced = False
             timed: set = set()  # (align, path, options that matter on that path)
             wanted = ref_configs is None or f"{b}x{u}" in ref_configs
-            for align, options, fused in configs:
+            for align, options in configs:
                 setup = Setup(
                     batch_size=b,
                     updates_per_step=u,
@@ -121,24 +114,23 @@ def measure(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
                     device=args.device,
                     gemm_align=align,
                     path_options=options,
-                    fused_kernels=fused,
                 )
                 for path in args.paths.split(","):
-                    key = (align, fused, path, _label(_relevant(path, options)))
-                    if key in timed or out_of_time(f"{path} B={b} u{u} {_variant(options, fused)}"):
+                    key = (align, path, _label(_relevant(path, options)))
+                    if key in timed or out_of_time(f"{path} B={b} u{u} {_label(options)}"):
                         continue  # a repeat (options that do not change this path) or too late
                     cycles = args.eager_cycles if path == "eager" else args.cycles
                     last = None  # one learner (and its compiled graphs) alive at a time
                     try:
                         timing, last = time_ours(setup, path, cycles, min(args.warmup, cycles))
                     except Exception as err:  # noqa: BLE001 - one bad variant must not end a sweep
-                        what = f"{path} B={b} u{u} {_variant(options, fused)}"
+                        what = f"{path} B={b} u{u} {_label(options)}"
                         failures.append(f"{what}: {type(err).__name__}: {_first_line(err)}")
                         print(f"     ours {what} FAILED: {failures[-1]}", flush=True)
                         continue
                     timed.add(key)
                     ran_eager |= path == "eager"
-                    record("ours", path, setup, timing, last.fused_kernels)
+                    record("ours", path, setup, timing)
                 # The reference right after the first variant whose last path ran (it times
                 # upstream on that learner's data), whatever the deadline says: the ratios need
                 # it, and --deadline-s cuts our later variants instead. Its eager mode beside
@@ -181,7 +173,7 @@ def print_ratios(rows: list[dict]) -> None:
             r["batch_size"],
             r["updates_per_step"],
             r["gemm_align"],
-            _variant(r["path_options"], r.get("fused_kernels")),
+            _label(r["path_options"]),
         ): r
         for r in rows
     }
@@ -191,11 +183,7 @@ def print_ratios(rows: list[dict]) -> None:
     for b in sorted({r["batch_size"] for r in rows}):
         for u in sorted({r["updates_per_step"] for r in rows}):
             ours = sorted(
-                {
-                    (r["gemm_align"], _variant(r["path_options"], r.get("fused_kernels")))
-                    for r in rows
-                    if r["impl"] == "ours"
-                }
+                {(r["gemm_align"], _label(r["path_options"])) for r in rows if r["impl"] == "ours"}
             )
             for a, var in ours:
                 vals = [
@@ -227,12 +215,6 @@ def _first_line(err: BaseException) -> str:
 def _label(options) -> str:
     """'inductor_options={...}' for a set of PathConfig options, 'base' for the defaults."""
     return ",".join(f"{k}={v}" for k, v in dict(options or {}).items()) or "base"
-
-
-def _variant(options, fused_kernels: bool | None) -> str:
-    """_label of the options, and "kernels off" where the fused kernels were off."""
-    label = _label(options)
-    return label if fused_kernels is not False else f"{label},kernels=off"
 
 
 def _relevant(path: str, options) -> tuple:

@@ -35,7 +35,6 @@ class Setup:
     gemm_align: int = 0  # 0: the hardware default (8 on CUDA, 1 on the CPU)
     # Extra PathConfig fields for every path, e.g. (("inductor_options", {...}),).
     path_options: tuple[tuple[str, object], ...] = ()
-    fused_kernels: bool = False  # learner.kernels where they run (CUDA); off: their references
 
     @property
     def resolved_gemm_align(self) -> int:
@@ -74,7 +73,6 @@ def build_learner(
         ),
         seed=setup.seed,
         gemm_align=setup.resolved_gemm_align,
-        fused_kernels=setup.fused_kernels,
     )
     fill_replay(learner, setup)
     return learner

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU test (`pytest -m gpu`: the learner, kernel, runner, Warp and Gymnasium files), then the
+# Every GPU test (`pytest -m gpu`: the learner, runner, Warp and Gymnasium files), then the
 # four-way sweep as a user runs it, in one device call (<= 10 min):
 #   a. every GPU test in ONE process (a test's CUDA graphs must not break another's:
 #      learner/graphs.py);

@@ -29,8 +29,6 @@ from flashsac_bench.config.update import UpdateConfig
 from flashsac_bench.interop import unilab as ui
 from flashsac_bench.learner import paths as paths_mod
 from flashsac_bench.learner import update
-from flashsac_bench.learner.kernels import categorical as categorical_kernel
-from flashsac_bench.learner.kernels import optimizer as optimizer_kernel
 from flashsac_bench.learner.learner import Dims, FlashSACLearner
 
 DIMS = Dims()  # G1: obs 98, critic obs 101, actions 29 -- the sizes UniLab trains
@@ -651,22 +649,22 @@ SABOTAGES = (
         "pack(st.critic_buffer_layout, target_new_b)",
         "pack(st.critic_buffer_layout, new_b)",
     ),
-    # the optimizer step's reference (learner/kernels/optimizer.py)
+    # the optimizer step (update.optimizer_step)
     Sabotage(
         "polyak_tau",
-        "kernels.optimizer",
-        "torch.lerp(target, new_params, tau)",
-        "torch.lerp(target, new_params, 1.01 * tau)",
+        "update",
+        "torch.lerp(target, new_params, st.tau)",
+        "torch.lerp(target, new_params, 1.01 * st.tau)",
     ),
     Sabotage(
         "polyak_toward_pre_step_params",
-        "kernels.optimizer",
-        "torch.lerp(target, new_params, tau)",
-        "torch.lerp(target, params, tau)",
+        "update",
+        "torch.lerp(target, new_params, st.tau)",
+        "torch.lerp(target, params, st.tau)",
     ),
     Sabotage(
         "projection_skipped",
-        "kernels.optimizer",
+        "update",
         "new_params = projector(new_params)",
         "new_params = new_params",
     ),
@@ -864,17 +862,11 @@ def install(sabotage: Sabotage, learner: FlashSACLearner, monkeypatch: Any) -> t
         monkeypatch.setattr(learner, "statics", edited_statics)
         monkeypatch.setattr(learner.path.cycle, "statics", edited_statics)
         return update
-    if sabotage.module.startswith("kernels."):  # update.py calls it as a module
-        (alias,) = [k for k, v in vars(update).items() if v is real]
-        monkeypatch.setattr(update, alias, edited)
-        return update
-    # networks / distributional / adam: rebind the functions that update.py and the kernel
-    # modules (their references) imported from it
-    for user in (update, optimizer_kernel, categorical_kernel):
-        for name, obj in vars(user).items():
-            if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
-                if isinstance(obj, types.FunctionType) and hasattr(edited, name):
-                    monkeypatch.setattr(user, name, getattr(edited, name))
+    # networks / distributional / adam: rebind the functions that update.py imported from it
+    for name, obj in vars(update).items():
+        if callable(obj) and getattr(obj, "__module__", None) == real.__name__:
+            if isinstance(obj, types.FunctionType) and hasattr(edited, name):
+                monkeypatch.setattr(update, name, getattr(edited, name))
     return update
 
 

@@ -30,7 +30,6 @@ def tiny_learner(
     fill_steps: int = 8,
     gemm_align: int = 1,
     path_options: dict | None = None,
-    fused_kernels: bool = False,
     **cfg_overrides,
 ) -> FlashSACLearner:
     learner = FlashSACLearner(
@@ -43,7 +42,6 @@ def tiny_learner(
         path=PathConfig(name=path, **(path_options or {})),
         seed=seed,
         gemm_align=gemm_align,
-        fused_kernels=fused_kernels,
     )
     fill_ring(learner, fill_steps)
     return learner
@@ -71,16 +69,3 @@ def fill_ring(learner: FlashSACLearner, steps: int, seed: int = 123) -> None:
 def state_diff(a: FlashSACLearner, b: FlashSACLearner) -> dict[str, float]:
     ta, tb = a.state.tensors(), b.state.tensors()
     return {k: (ta[k].double() - tb[k].double()).abs().max().item() for k in ta}
-
-
-def fused_learner(path: str, monkeypatch, interpreted: bool = False) -> FlashSACLearner:
-    """A tiny learner whose updates call the fused ops (the kernels' gate is opened for the
-    test): their CPU implementations, the reference's arithmetic, or with `interpreted` the
-    Triton kernels through the interpreter (TRITON_INTERPRET=1; much slower)."""
-    from flashsac_bench.learner import kernels
-
-    monkeypatch.setattr(kernels, "enabled", lambda device: True)
-    monkeypatch.setattr(kernels, "cpu_interprets", interpreted and kernels.INTERPRETED)
-    learner = tiny_learner(path, fused_kernels=True)
-    assert learner.statics.kernels
-    return learner

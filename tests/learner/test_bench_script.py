@@ -140,7 +140,6 @@ def test_count_ops_counts_ours_and_upstreams_eager_cycle(tmp_path):
     proc = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert report["fused_kernels"] is False  # no kernels on the CPU: the references run
     assert 0 < report["ours"]["ops"] <= 1600  # the eager launch budget of a tiny u2 cycle
     if HAS_UNILAB:
         assert report["unilab-rl"]["ops"] > 0 and report["unilab-rl"]["wall_median_ms"] > 0

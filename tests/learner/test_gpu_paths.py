@@ -137,27 +137,3 @@ def test_a_dropped_learners_graphs_die_before_the_next_capture():
         assert _diff(graph, comp) <= 1e-4
     finally:
         gc.enable()
-
-
-def test_the_fused_kernels_run_on_cuda_and_compute_their_references_math():
-    """Asked for on CUDA, every path runs the fused kernels (learner/kernels); the eager path
-    with them follows the eager path with their references within rounding over a few cycles."""
-    import dataclasses
-
-    fused = build_learner(dataclasses.replace(SETUP, fused_kernels=True), "eager")
-    plain = build_learner(SETUP, "eager")
-    assert fused.fused_kernels and fused.statics.kernels and not plain.statics.kernels
-    _update(fused, plain, cycles=3)
-    assert _diff(fused, plain) <= 1e-4
-
-
-def test_compile_and_cudagraph_with_the_fused_kernels_agree_bit_for_bit_when_deterministic():
-    """The kernels fix their own blocks; with Inductor's deterministic mode (no on-device
-    benchmarking of its own kernels) the two compiled paths give the same bits."""
-    import dataclasses
-
-    options = (("inductor_options", {"deterministic": True}),)
-    setup = dataclasses.replace(SETUP, path_options=options, fused_kernels=True)
-    graph, comp = build_learner(setup, "cudagraph"), build_learner(setup, "compile")
-    _update(graph, comp)
-    assert graph.fused_kernels and _diff(graph, comp) == 0.0
