@@ -28,15 +28,20 @@ H100_LEARNER = {
     "product_check/2026-12-06-h100/learner_rep3.json": "c5456d6",
     "warp_loop_and_fused_learner/2026-12-06-h100/learner/learner_b256.json": "b8823f2",
     "warp_loop_and_fused_learner/2026-12-06-h100/learner/learner_b2048_u16.json": "b8823f2",
+    "gpu_tests/2026-12-07-h100-d/learner/learner_b256.json": "a320900",
+    "gpu_tests/2026-12-07-h100-d/learner/learner_b2048_u16.json": "a320900",
 }
 # Eager's backward runs through the autograd engine from 894c03e on: eager rows of an earlier
 # commit timed another implementation. The compiled paths' math is the same in both commits.
-EAGER_TODAY = {"b8823f2"}
+EAGER_TODAY = {"b8823f2", "a320900"}
 
-# The H100 walks: preset -> its runs (each folder ran the preset as it is today).
+# The H100 walks: preset -> the files of its runs (each ran the preset as it is today).
 H100_WALKS = {
-    "g1_walk_fast": "product_check/2026-12-06-h100/walk_utd.json",
-    "g1_walk_warp": "warp_loop_and_fused_learner/2026-12-06-h100/walk/walk_utd.json",
+    "g1_walk_fast": ["product_check/2026-12-06-h100/walk_utd.json"],
+    "g1_walk_warp": [
+        "warp_loop_and_fused_learner/2026-12-06-h100/walk/walk_utd.json",
+        "gpu_tests/2026-12-07-h100-d/walk/walk_utd.json",
+    ],
 }
 # The H100 env rows: the call after the capture fix (the rows before it stepped eagerly).
 H100_ENV = "mjwarp_check/2026-12-06-h100"
@@ -92,7 +97,7 @@ def h100_ratios(batch: int, ups: int) -> list[float]:
 
 
 def h100_walk(preset: str) -> str:
-    runs = json.loads((RESULTS / H100_WALKS[preset]).read_text())["runs"]
+    runs = [r for f in H100_WALKS[preset] for r in json.loads((RESULTS / f).read_text())["runs"]]
     times = [r["since_start_s"] if r["reached"] else None for r in runs]
     return walk_median(times).text()
 
@@ -193,11 +198,12 @@ def test_the_readme_h100_line_states_the_median_of_every_run() -> None:
 
 
 def test_the_h100_rule_takes_every_run() -> None:
-    # the cudagraph cell takes the product check's three processes and the later one
-    assert len(h100_cycle("cudagraph", 256, 8)) == 4
-    # eager: only the run of today's implementation
-    assert h100_cycle("eager", 256, 8) == [107.643]
-    assert len(h100_ratios(256, 8)) == 3
+    # the cudagraph cell takes the product check's three processes and the two later ones
+    assert len(h100_cycle("cudagraph", 256, 8)) == 5
+    # eager: only the runs of today's implementation
+    assert h100_cycle("eager", 256, 8) == [107.643, 124.6396]
+    assert len(h100_ratios(256, 8)) == 4
+    assert len(json.loads((RESULTS / H100_WALKS["g1_walk_warp"][1]).read_text())["runs"]) == 3
     assert ratio_pairs()  # the H200 pairs are read by the same rule as the README's
 
 
