@@ -1,7 +1,7 @@
 """Which part of the captured Warp step differs from the eager step in deterministic mode.
 
-    export PYTHONPATH=/tmp/site:$PWD   # Warp and the wheels as warp_carry.sh installs them
-    python3 scripts/device/diagnose/warp_det.py
+export PYTHONPATH=/tmp/site:$PWD   # Warp and the wheels as warp_carry.sh installs them
+python3 scripts/device/diagnose/warp_det.py
 """
 
 import os
