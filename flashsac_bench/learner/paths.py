@@ -5,23 +5,22 @@ same `update.critic_update` / `update.actor_update`, in the same order) through 
 the path decides only how each update executes (`Path.critic`, `Path.actor`) and how the cycle
 is replayed:
 
-- eager: the update functions as they are; each result is written into the state (`update.write`),
-  the fused optimizer step (CUDA) writes its part in place.
+- eager: the update functions as they are; each result is written into the state (`update.write`).
 - compile: each update is ONE torch.compile'd graph (forward, backward, Adam, projection,
   Polyak). The compiled updates are pure and their results are written after them, outside the
   graph: a compiled graph that mutates its inputs makes Inductor skip its CUDA graphs, which
   the compile path uses on CUDA.
 - cudagraph: the compiled updates write their tensor results themselves, inside the compiled
-  graph (the outer capture needs no pure updates, and the copies fuse; the fused optimizer
-  step writes the state in place); Inductor's own CUDA graphs stay off, since graphs cannot
-  nest. After two settling cycles one call of the whole
+  graph (the outer capture needs no pure updates, and the copies fuse); Inductor's own CUDA
+  graphs stay off, since graphs cannot nest. After two settling cycles one call of the whole
   cycle is captured as one CUDA graph, and every iteration replays it.
 
 On every path the scalar vector is written outside compiled code (learner.state.SCALARS says
 why). On CUDA the compiled paths also run the counter RNG's integer hash as compiled code and
-let Inductor combine independent kernels (the cycle is launch-bound); both are exact. Every
-compiled function is saved once traced and compiled, and later processes load it instead of
-tracing it again (learner.compile_store: the same code, the same bits). Warm-ups
+let Inductor combine independent kernels (the cycle is launch-bound); both are exact. On the CPU
+every compiled function is saved once traced and compiled, and later processes load it instead
+of tracing it again (learner.compile_store: the same code, the same bits); on CUDA it is plain
+torch.compile (compile_store.CUDA_PLAIN says why). Warm-ups
 run untimed cycles and restore the state, so a path's first timed cycle computes what the eager
 path's first cycle does.
 """

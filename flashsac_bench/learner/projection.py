@@ -26,7 +26,6 @@ from flashsac_bench.learner.layout import BN_AFFINE, FREE, RMS, ROWS, Layout
 
 ROW_EPS = 1e-8  # F.normalize(W, dim=-1, eps=1e-8) in the official UnitLinear
 BN_EPS = 1e-8  # f = sqrt(d) / sqrt(sum(g^2) + sum(b^2) + 1e-8) in UnitBatchNorm
-FREE_ROW = 1024  # the longest row an unprojected stretch is cut into (row_table)
 
 
 @dataclass(frozen=True)
@@ -47,9 +46,6 @@ class Projector:
         self.gather = gather
         self.groups: list[_Group] = []
         self.free: list[tuple[int, int]] = []
-        # Every row as (start, length, target norm, inner eps, floor); unprojected stretches
-        # are rows of target norm 0 (the fused optimizer kernel's table: `row_table`).
-        self._rows: list[tuple[int, int, float, float, float]] = []
         entries = list(layout.entries.values())
         i = 0
         while i < len(entries):
@@ -72,16 +68,6 @@ class Projector:
                 numer += [f.target_norm] * rows
                 inner += [BN_EPS if f.kind == BN_AFFINE else 0.0] * rows
                 floor += [ROW_EPS if f.kind in (ROWS, RMS) else 0.0] * rows
-                self._rows += [
-                    (
-                        f.offset + r * f.segment_length,
-                        f.segment_length,
-                        numer[-1],
-                        inner[-1],
-                        floor[-1],
-                    )
-                    for r in range(rows)
-                ]
                 j += 1
             last = entries[j - 1]
             self.groups.append(
@@ -103,21 +89,6 @@ class Projector:
         ):
             raise ValueError("Projector needs a layout from Layout.grouped()")
         self._order = pieces
-        for a, b in self.free:
-            self._rows += [(i, min(FREE_ROW, b - i), 0.0, 0.0, 0.0) for i in range(a, b, FREE_ROW)]
-        self._rows.sort()
-        ends = [0] + [start + length for start, length, *_ in self._rows]
-        if ends[-1] != self.numel or any(
-            r[0] != end or r[1] <= 0 for r, end in zip(self._rows, ends, strict=False)
-        ):  # the fused optimizer writes exactly the rows: they must tile the vector
-            raise ValueError("the row table does not tile the flat vector")
-        if self.numel >= 2**31:
-            raise ValueError(f"a flat vector of {self.numel} elements needs int64 offsets")
-        # Made here, not on first use: a compiled update must find it a plain input.
-        self._table = (
-            torch.tensor([r[:2] for r in self._rows], dtype=torch.int32).to(device),
-            torch.tensor([r[2:] for r in self._rows], dtype=torch.float32).to(device),
-        )
         if gather:
             self.row_index = self._row_index().to(device)
             self._one = torch.ones(1, dtype=torch.float32, device=device)
@@ -125,14 +96,7 @@ class Projector:
     def tensors(self) -> list[torch.Tensor]:
         """The constant device tensors the projection reads (for static-address marking)."""
         out = [t for g in self.groups for t in (g.numer, g.inner_eps, g.floor)]
-        out += list(self.row_table())
         return out + ([self.row_index, self._one] if self.gather else [])
-
-    def row_table(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every row of the flat vector, in order: int32 [rows, 2] (start, length) and float32
-        [rows, 3] (target norm, inner eps, floor); unprojected stretches have target norm 0
-        and are cut into rows of at most FREE_ROW elements."""
-        return self._table
 
     def _row_index(self) -> torch.Tensor:
         """Element -> row of the factor vector [rows of group 0, rows of group 1, ..., 1.0]."""
