@@ -35,7 +35,7 @@ H100_LEARNER = {
 # commit timed another implementation. The compiled paths' math is the same in both commits.
 EAGER_TODAY = {"b8823f2", "a320900"}
 
-# The walks the H100 cells take: preset -> the row files of its runs (the preset as configured now).
+# preset -> the row files of the walks its summary cell takes (every run of the preset as it is).
 H100_WALKS = {
     "g1_walk_fast": ["product_check/2026-12-06-h100/walk_utd.json"],
     "g1_walk_warp": [
