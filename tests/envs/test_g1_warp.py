@@ -13,6 +13,10 @@ Tolerances (each about ten times the largest difference measured on the CI machi
 
 from __future__ import annotations
 
+import itertools
+import threading
+import time
+
 import mujoco
 import numpy as np
 import pytest
@@ -214,3 +218,54 @@ def test_the_deterministic_mode_runs_and_changes_nothing_on_the_cpu_device() -> 
     for a, b in zip(*runs, strict=True):
         for key in a:
             np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_envs_building_beside_each_other_take_turns_with_warp(monkeypatch) -> None:
+    """Warp's current stream and its captures are the device's, not a thread's
+    (envs.g1.warp.physics): two envs building on their threads at once, then the first one's
+    capture on this thread, never run Warp calls at the same time. Each MuJoCo Warp call is
+    widened by a sleep, so threads that did not take turns would overlap."""
+    import mujoco_warp
+    import warp
+
+    spans: list[tuple[int, float, float]] = []
+
+    def timed(fn):
+        def call(*args, **kwargs):
+            start = time.perf_counter()
+            time.sleep(0.02)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spans.append((threading.get_ident(), start, time.perf_counter()))
+
+        return call
+
+    for name in ("put_model", "make_data", "step1", "step2", "step"):
+        monkeypatch.setattr(mujoco_warp, name, timed(getattr(mujoco_warp, name)))
+    begun: dict[int, float] = {}  # a capture spans its begin to its end
+    begin, end = warp.capture_begin, warp.capture_end
+
+    def capture_begin(*args, **kwargs):
+        begun[threading.get_ident()] = time.perf_counter()
+        return begin(*args, **kwargs)
+
+    def capture_end(*args, **kwargs):
+        try:
+            return end(*args, **kwargs)
+        finally:
+            ident = threading.get_ident()
+            spans.append((ident, begun.pop(ident), time.perf_counter()))
+
+    monkeypatch.setattr(warp, "capture_begin", capture_begin)
+    monkeypatch.setattr(warp, "capture_end", capture_end)
+    options = MjwarpConfig(warp=WarpOptions(device="cpu", background_build=True))
+    with make_env(TASK, options, 2, 5) as a, make_env(TASK, options, 2, 6) as b:
+        a.reset()
+        b.reset()
+        assert a.step_mode == b.step_mode == "warp_graph"
+    threads = {ident for ident, _, _ in spans}
+    assert len(threads) >= 2, threads  # the builds did run on threads of their own
+    spans.sort(key=lambda s: s[1])
+    for (t1, _, end), (t2, start, _) in itertools.pairwise(spans):
+        assert t1 == t2 or start >= end, "two threads ran Warp calls at the same time"

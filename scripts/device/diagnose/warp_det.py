@@ -1,9 +1,19 @@
-"""Which part of the captured Warp step differs from the eager step in deterministic mode.
+"""Whether the captured Warp step computes the eager step's bits in deterministic mode, and
+what breaks it. Two envs built as tests/envs/test_g1_warp_gpu.py builds them (6 worlds,
+deterministic, background builds), compared step by step over 40 control steps:
+
+  graph        b captured (torch graphs around Warp's), a not: the GPU test's comparison
+  eager        neither captured (both replay Warp's physics graphs, the task eager)
+  warp_eager   a's physics as eager Warp launches (its Warp graphs dropped), b's replayed
+  unlocked     `graph` with physics.WARP_WORK a no-op: the two builds and the first capture may
+               use Warp at once (run it in a process of its own: it may fault)
 
 export PYTHONPATH=/tmp/site:$PWD   # Warp and the wheels as warp_carry.sh installs them
-python3 scripts/device/diagnose/warp_det.py
+python3 scripts/device/diagnose/warp_det.py graph eager warp_eager
+python3 scripts/device/diagnose/warp_det.py unlocked
 """
 
+import contextlib
 import os
 import sys
 
@@ -13,6 +23,7 @@ import torch
 
 from flashsac_bench.config.backend import MjwarpConfig, WarpOptions
 from flashsac_bench.envs import make_env
+from flashsac_bench.envs.g1.warp import physics
 from tests.envs.test_g1_warp import TASK, _actions, _snapshot
 
 DEV = "cuda:0"
@@ -25,48 +36,44 @@ def env():
 acts = torch.as_tensor(_actions(n=6, steps=40, seed=3), device=DEV)
 
 
+def worst_difference(got, want):
+    a, b = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
 def run(mode):
+    if mode == "unlocked":
+        physics.WARP_WORK = contextlib.nullcontext()
     with env() as a, env() as b:
         a.reset()
         b.reset()
         static = torch.zeros_like(acts[0])
-        if mode == "graph":
+        captured = mode in ("graph", "unlocked")
+        if captured:
             assert b.capture(static), b.capture_error
-        elif mode == "warm_step_undone":  # capture()'s eager warm step and undo, no graphs
-            st = b._get_state()
-            b._step(static)
-            b._set_state(st)
-            torch.cuda.synchronize()
-        first = None
-        worst = {}
+        if mode == "warp_eager":
+            a.physics._graphs = {}
+        print(f"WARP {mode}: step modes a={a.step_mode} b={b.step_mode}", flush=True)
+        first, worst, differing = None, {}, 0
         for i, x in enumerate(acts):
             want = _snapshot(a.step(x))
             static.copy_(x)
-            got = _snapshot(b.step(static if mode == "graph" else x))
+            got = _snapshot(b.step(static if captured else x))
             for k in want:
-                d = (
-                    float(
-                        np.max(
-                            np.abs(
-                                np.asarray(got[k], dtype=np.float64)
-                                - np.asarray(want[k], dtype=np.float64)
-                            )
-                        )
-                    )
-                    if np.size(want[k])
-                    else 0.0
-                )
+                d = worst_difference(got[k], want[k])
                 worst[k] = max(worst.get(k, 0.0), d)
                 if d and first is None:
                     first = (i, k, d)
+            differing = int(np.sum(np.asarray(got["obs"]) != np.asarray(want["obs"])))
         print(
-            f"WARP {mode}: first difference {first}; worst",
+            f"WARP {mode}: first difference {first}; obs differing at the last step {differing};"
+            " worst",
             {k: f"{v:.2g}" for k, v in worst.items() if v},
             flush=True,
         )
 
 
-for m in ("eager", "warm_step_undone", "graph"):
+for m in sys.argv[1:] or ("graph", "eager", "warp_eager"):
     try:
         run(m)
     except Exception as e:

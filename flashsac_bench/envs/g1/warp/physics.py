@@ -25,6 +25,12 @@ of that capture outside its graph's memory pool, and MuJoCo Warp's deterministic
 temporary buffers that must outlive the graph. A caller that captures the task's torch work
 does so around these Warp graphs (envs.g1.warp.walk_warp). Warp kernels launch on torch's
 current stream, so Warp and torch work stay in order without synchronizing.
+
+One thread at a time. Warp's current stream and its graph captures belong to the device, not to
+a thread: `wp.ScopedStream` sets the stream every thread's launches go to, and a capture in
+progress changes how any thread's allocations and deterministic launches behave. Every Warp call
+of this module therefore holds `WARP_WORK`, so one env building on its thread (its
+`background_build`) never queues kernels into another's stream or graph.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +49,10 @@ import torch
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = 'pip install -e ".[mjwarp]"'
+
+# Held by every Warp call of this process (the module docstring says why); reentrant: a capture
+# holds it around the steps it records.
+WARP_WORK = threading.RLock()
 
 
 class MissingExtraError(ImportError):
@@ -89,7 +100,7 @@ class WarpPhysics:
         self.num_worlds = n = num_worlds
         self.wp_device = wp.get_device(warp_device_name(device))
         self.device = torch.device(device if device != "cuda" else "cuda:0")
-        with wp.ScopedDevice(self.wp_device):
+        with WARP_WORK, wp.ScopedDevice(self.wp_device):
             batched = {"actuator_gainprm": n, "actuator_biasprm": n}
             self.m = mjw.put_model(m, batch_sizes=batched)
             if deterministic:  # read by the step's launches: set before the first one
@@ -127,7 +138,7 @@ class WarpPhysics:
     def _scope(self) -> Iterator[Any]:
         """Warp's device, and on CUDA torch's current stream: Warp work queues behind torch's."""
         wp = self._wp
-        with wp.ScopedDevice(self.wp_device):
+        with WARP_WORK, wp.ScopedDevice(self.wp_device):
             if not self.wp_device.is_cuda:
                 yield None
                 return
@@ -185,7 +196,7 @@ class WarpPhysics:
         self._nsub = nsub
         graphs = {}
         try:
-            with self._capture_stream():
+            with WARP_WORK, self._capture_stream():
                 for name, body in (("substeps", self._substeps), ("stages", self._stages)):
                     with self._scope() as stream:
                         wp.capture_begin(device=self.wp_device, stream=stream)
