@@ -30,6 +30,7 @@ H100_LEARNER = {
     "warp_loop_and_fused_learner/2026-12-06-h100/learner/learner_b2048_u16.json": "b8823f2",
     "gpu_tests/2026-12-07-h100-d/learner/learner_b256.json": "a320900",
     "gpu_tests/2026-12-07-h100-d/learner/learner_b2048_u16.json": "a320900",
+    "gpu_tests/2026-12-07-h100-e/learner/det_b2048_u16.json": "33c3373",
 }
 # Eager's backward runs through the autograd engine from 894c03e on: eager rows of an earlier
 # commit timed another implementation. The compiled paths' math is the same in both commits.
