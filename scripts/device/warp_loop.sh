@@ -2,9 +2,10 @@
 # backend=mjwarp's loop on a lent GPU, after `warp_carry.sh install` (Warp in
 # /tmp/site). One step per call, in this order; each starts nothing that cannot finish before
 # its deadline and leaves its logs and results under $OUT (at most 4 files a step).
-#   bash scripts/device/warp_loop.sh tests [deadline]     ~3-4 min on a cold Warp kernel cache
+#   bash scripts/device/warp_loop.sh tests [deadline]     ~4-5 min on a cold Warp kernel cache
 #       (MuJoCo Warp's CUDA kernels build on the first env; ~1 min warm): the Warp GPU tests and
-#       the env lane's GPU test, the full log kept (warp_tests.log)
+#       the env lane's GPU test, the full log kept (warp_tests.log); then
+#       diagnose/warp_det.py's modes (warp_det.log)
 #   bash scripts/device/warp_loop.sh overlap [deadline]   ~2-3 min (a cold Inductor compile of
 #       u16 / batch 2048 ~1 min, then 3 rounds x 6 modes x 200 iterations of ~10-30 ms): the
 #       iteration at 2048 worlds, u16, batch 2048, cudagraph: env alone, learner alone, serial,
@@ -56,6 +57,13 @@ tests)
     "tests/runner/test_runner_gpu.py::test_a_stream_lane_runs_the_tick_beside_the_callers_work"
   cp $W/logs/warp_gpu_tests.log $OUT/warp_tests.log
   grep -E "^(E |FAILED|ERROR|PASSED)|passed|failed|capture" $W/logs/warp_gpu_tests.log | tail -n 40
+  # Where the captured deterministic step departs from the eager one, if it does: the modes of
+  # the diagnosis, then its unlocked mode (Warp calls of two threads at once) in a process of
+  # its own, since it may fault (warp_det.log)
+  step warp_det 60 python3 scripts/device/diagnose/warp_det.py graph eager warp_eager
+  step warp_det_unlocked 40 python3 scripts/device/diagnose/warp_det.py unlocked
+  cat $W/logs/warp_det.log $W/logs/warp_det_unlocked.log 2>/dev/null > $OUT/warp_det.log
+  grep -h "^WARP " $OUT/warp_det.log
   ;;
 overlap)
   step device_loop 90 python3 scripts/bench_device_loop.py $AT_2048 "$@" --iterations 200 \
