@@ -131,7 +131,7 @@ class StoredCompile:
         closure = artifacts.structure(self._closure())
         args_key = [_arg_key(a, self.dynamic) for a in args]
         devices = _devices([closure, args_key])
-        plain = plain_on(devices)
+        plain = plain_on(devices, self.options)
         if plain is not None:
             raise NotStoredError(plain)
         self._key = {
@@ -230,14 +230,14 @@ class StoredCompile:
         log.warning("%s", note)
 
 
-# Where the compiled updates are not stored, by design (not a failure: no warning). On CUDA a
-# loaded ahead-of-time artifact runs without Inductor's CUDA graph trees (the compile path's
-# steps then run uncaptured), and the compile and cudagraph paths stop computing the same bits
-# (docs/paths.md, "The compile store"): CUDA compiles as plain torch.compile, whose graph trees
-# and shared Inductor artifacts the GPU tests pin.
+# Where the compiled updates are not stored, by design (not a failure: no warning). A loaded
+# ahead-of-time artifact runs without Inductor's CUDA graph trees, so a CUDA compile that replays
+# as graph trees (the compile path's updates: options "triton.cudagraphs") compiles as plain
+# torch.compile; CUDA compiles without them (the cudagraph path's updates, captured whole by the
+# path itself, and the RNG's hash) are stored as on the CPU (docs/paths.md, "The compile store").
 CUDA_PLAIN = (
-    "on CUDA compiles are not stored (a loaded artifact runs without Inductor's CUDA graph "
-    "trees, and the compile and cudagraph paths then disagree: docs/paths.md)"
+    "on CUDA compiles that replay as Inductor's CUDA graph trees are not stored (a loaded "
+    "artifact runs without them: docs/paths.md)"
 )
 
 
@@ -245,9 +245,11 @@ class NotStoredError(Exception):
     """A function whose compiles this store does not keep, by design (the message says why)."""
 
 
-def plain_on(devices: set[str]) -> str | None:
-    """Why compiles whose inputs live on `devices` run as plain torch.compile (None: stored)."""
-    return CUDA_PLAIN if any(d.startswith("cuda") for d in devices) else None
+def plain_on(devices: set[str], options: dict[str, Any] | None = None) -> str | None:
+    """Why a compile with `options` whose inputs live on `devices` runs as plain torch.compile
+    (None: stored)."""
+    on_cuda = any(d.startswith("cuda") for d in devices)
+    return CUDA_PLAIN if on_cuda and (options or {}).get("triton.cudagraphs") else None
 
 
 def _unopened(fn: Callable[..., Any], dynamic: bool, options: dict[str, Any] | None) -> Any:

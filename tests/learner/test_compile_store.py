@@ -144,9 +144,12 @@ def test_where_nothing_can_be_saved_it_is_plain_torch_compile(missing, monkeypat
     torch.testing.assert_close(y, make_step(Holder())(x))
 
 
-def test_cuda_compiles_are_plain_and_cpu_ones_stored():
-    assert plain_on({"cuda:0"}) == plain_on({"cpu", "cuda"}) == CUDA_PLAIN
-    assert plain_on({"cpu"}) is None and plain_on(set()) is None
+def test_cuda_compiles_with_graph_trees_are_plain_and_every_other_one_stored():
+    trees = {"triton.cudagraphs": True, "combo_kernels": True}
+    assert plain_on({"cuda:0"}, trees) == plain_on({"cpu", "cuda"}, trees) == CUDA_PLAIN
+    assert plain_on({"cuda:0"}, {"triton.cudagraphs": False}) is None
+    assert plain_on({"cuda:0"}, None) is None and plain_on({"cuda:0"}) is None
+    assert plain_on({"cpu"}, trees) is None and plain_on(set(), trees) is None
 
 
 def test_inputs_on_a_device_not_stored_run_plainly_without_a_warning(
@@ -156,7 +159,7 @@ def test_inputs_on_a_device_not_stored_run_plainly_without_a_warning(
     torch.compile, saved nowhere, said in the report at INFO (a design rule, not a failure)."""
     monkeypatch.setattr(compile_store, "_devices", lambda described: {"cuda:0"})
     h = Holder()
-    stored = StoredCompile(make_step(h), dynamic=False)
+    stored = StoredCompile(make_step(h), dynamic=False, options={"triton.cudagraphs": True})
     x = torch.linspace(-1, 1, 3)
     with caplog.at_level("INFO", logger=compile_store.__name__):
         y = stored(x)
