@@ -19,8 +19,9 @@ On every path the scalar vector is written outside compiled code (learner.state.
 why). On CUDA the compiled paths also run the counter RNG's integer hash as compiled code and
 let Inductor combine independent kernels (the cycle is launch-bound); both are exact. On the CPU
 every compiled function is saved once traced and compiled, and later processes load it instead
-of tracing it again (learner.compile_store: the same code, the same bits); on CUDA it is plain
-torch.compile (compile_store.CUDA_PLAIN says why). Warm-ups
+of tracing it again (learner.compile_store: the same code, the same bits); so on CUDA are the
+cudagraph path's updates and the hash, while the compile path's updates, which replay as
+Inductor's CUDA graph trees, are plain torch.compile (compile_store.CUDA_PLAIN says why). Warm-ups
 run untimed cycles and restore the state, so a path's first timed cycle computes what the eager
 path's first cycle does.
 """
