@@ -52,9 +52,10 @@ class WarpOptions:
     nconmax: int = ranged(48, low=1, high=MAX_WARP_ROWS)
     njmax: int = ranged(384, low=1, high=MAX_WARP_ROWS)
     # MuJoCo Warp's deterministic mode (stable contact order, canonical constraint rows,
-    # order-invariant atomic sums), so that a GPU run of one seed, or a resume, can repeat bit
-    # for bit, at a cost. Off: GPU results vary in their last bits from run to run. Warp's CPU
-    # device is deterministic either way.
+    # order-invariant atomic sums in the kernels it covers), at a cost. On CUDA it does not make
+    # two envs of one seed repeat each other's bits (docs/results.md, "The GPU suite, sixth
+    # pass"): GPU results vary in their last bits from run to run either way. Warp's CPU device
+    # is deterministic either way.
     deterministic: bool = False
     # Build MuJoCo Warp's model and data and load its kernels on a background thread while the
     # runner builds and compiles the learner (the first use of the env waits for it).

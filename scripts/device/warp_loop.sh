@@ -59,10 +59,13 @@ tests)
   grep -E "^(E |FAILED|ERROR|PASSED)|passed|failed|capture" $W/logs/warp_gpu_tests.log | tail -n 40
   # Where the captured deterministic step departs from the eager one, if it does: the modes of
   # the diagnosis, then its unlocked mode (Warp calls of two threads at once) in a process of
-  # its own, since it may fault (warp_det.log)
+  # its own, since it may fault, and with Warp's own deterministic mode on every module, in its
+  # own too (warp_det.log)
   step warp_det 60 python3 scripts/device/diagnose/warp_det.py graph eager warp_eager
   step warp_det_unlocked 40 python3 scripts/device/diagnose/warp_det.py unlocked
-  cat $W/logs/warp_det.log $W/logs/warp_det_unlocked.log 2>/dev/null > $OUT/warp_det.log
+  step warp_det_run_to_run 90 python3 scripts/device/diagnose/warp_det.py run_to_run
+  cat $W/logs/warp_det.log $W/logs/warp_det_unlocked.log $W/logs/warp_det_run_to_run.log \
+    2>/dev/null > $OUT/warp_det.log
   grep -h "^WARP " $OUT/warp_det.log
   ;;
 overlap)

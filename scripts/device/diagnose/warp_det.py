@@ -7,10 +7,16 @@ deterministic, background builds), compared step by step over 40 control steps:
   warp_eager   a's physics as eager Warp launches (its Warp graphs dropped), b's replayed
   unlocked     `graph` with physics.WARP_WORK a no-op: the two builds and the first capture may
                use Warp at once (run it in a process of its own: it may fault)
+  run_to_run   `eager`, then `graph`, with Warp's own deterministic mode on for every module
+               (wp.config.deterministic = RUN_TO_RUN; MuJoCo Warp's opt.deterministic sets it
+               only on its solver's and a few other kernels): whether every kernel's atomics are
+               what keeps two eager envs from repeating each other's bits (a process of its
+               own: the setting changes every module Warp builds)
 
 export PYTHONPATH=/tmp/site:$PWD   # Warp and the wheels as warp_carry.sh installs them
 python3 scripts/device/diagnose/warp_det.py graph eager warp_eager
 python3 scripts/device/diagnose/warp_det.py unlocked
+python3 scripts/device/diagnose/warp_det.py run_to_run
 """
 
 import contextlib
@@ -44,6 +50,13 @@ def worst_difference(got, want):
 def run(mode):
     if mode == "unlocked":
         physics.WARP_WORK = contextlib.nullcontext()
+    if mode == "run_to_run":
+        import warp as wp
+
+        wp.config.deterministic = wp.DeterministicMode.RUN_TO_RUN
+        for inner in ("eager", "graph"):
+            run(inner)
+        return
     with env() as a, env() as b:
         a.reset()
         b.reset()
