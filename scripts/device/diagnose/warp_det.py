@@ -9,9 +9,9 @@ deterministic, background builds), compared step by step over 40 control steps:
                use Warp at once (run it in a process of its own: it may fault)
   run_to_run   `eager`, then `graph`, with Warp's own deterministic mode on for every module
                (wp.config.deterministic = RUN_TO_RUN; MuJoCo Warp's opt.deterministic sets it
-               only on its solver's and a few other kernels): whether every kernel's atomics are
-               what keeps two eager envs from repeating each other's bits (a process of its
-               own: the setting changes every module Warp builds)
+               only on the kernels it marks, not on every kernel): whether every kernel's
+               atomics are what keeps two eager envs from repeating each other's bits (a process
+               of its own: the setting changes every module Warp builds)
 
 export PYTHONPATH=/tmp/site:$PWD   # Warp and the wheels as warp_carry.sh installs them
 python3 scripts/device/diagnose/warp_det.py graph eager warp_eager
